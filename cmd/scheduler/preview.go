@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
+)
+
+func newPreviewCommand() *cobra.Command {
+	var (
+		nowFlag string
+		count   int
+		format  string
+	)
+	cmd := &cobra.Command{
+		Use:   "preview [--now RFC3339] [--count N] [--format text|json] FILE|-",
+		Short: "Print the instants a job would run at",
+		Long: `Print the first N instants a job would run at if it were created at --now,
+one RFC 3339 UTC timestamp per line (or a JSON array with --format json).
+FILE holds the job definition, as the ARM envelope {"properties": {...}} or the
+bare properties object; "-" reads standard input. Fewer lines are printed when
+the job completes first. An invalid definition prints every violation on
+standard error and exits with status 1.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now := time.Now()
+			if nowFlag != "" {
+				t, err := time.Parse(time.RFC3339, nowFlag)
+				if err != nil {
+					return fmt.Errorf("--now %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", nowFlag)
+				}
+				now = t
+			}
+			if count < 1 {
+				return fmt.Errorf("--count must be at least 1, not %d", count)
+			}
+			if format != "text" && format != "json" {
+				return fmt.Errorf("--format must be text or json, not %q", format)
+			}
+			data, err := readInput(cmd.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			instants, err := planner.Preview(data, now, count)
+			var invalid contracts.FieldErrors
+			if errors.As(err, &invalid) {
+				for _, fe := range invalid {
+					fmt.Fprintln(cmd.ErrOrStderr(), fe.Error())
+				}
+				return &exitError{code: 1, err: fmt.Errorf("the job definition is invalid (%d problems)", len(invalid))}
+			}
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return writeInstants(cmd.OutOrStdout(), instants, format)
+		},
+	}
+	cmd.Flags().StringVar(&nowFlag, "now", "", "the creation time, RFC 3339 (default: now)")
+	cmd.Flags().IntVar(&count, "count", 10, "how many instants to print")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(io.LimitReader(stdin, 1<<20))
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("reading the job definition: %w", err)}
+	}
+	return data, nil
+}
+
+func writeInstants(w io.Writer, instants []time.Time, format string) error {
+	lines := make([]string, len(instants))
+	for i, t := range instants {
+		lines[i] = t.UTC().Format(time.RFC3339)
+	}
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(lines)
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

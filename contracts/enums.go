@@ -1,0 +1,168 @@
+package contracts
+
+import "strings"
+
+// JobState is the state of a job. Users may set Enabled or Disabled; the
+// scheduler sets Completed and Faulted, which are final.
+type JobState string
+
+const (
+	JobStateEnabled   JobState = "Enabled"
+	JobStateDisabled  JobState = "Disabled"
+	JobStateFaulted   JobState = "Faulted"
+	JobStateCompleted JobState = "Completed"
+)
+
+// JobCollectionState is the state of a job collection. In a Suspended
+// collection nothing fires.
+type JobCollectionState string
+
+const (
+	JobCollectionStateEnabled   JobCollectionState = "Enabled"
+	JobCollectionStateDisabled  JobCollectionState = "Disabled"
+	JobCollectionStateSuspended JobCollectionState = "Suspended"
+	JobCollectionStateDeleted   JobCollectionState = "Deleted"
+)
+
+// SkuName is a job collection's plan; it sets the default quota.
+type SkuName string
+
+const (
+	SkuStandard   SkuName = "Standard"
+	SkuFree       SkuName = "Free"
+	SkuP10Premium SkuName = "P10Premium"
+	SkuP20Premium SkuName = "P20Premium"
+)
+
+// ActionType says what an action does.
+type ActionType string
+
+const (
+	ActionHTTP            ActionType = "Http"
+	ActionHTTPS           ActionType = "Https"
+	ActionStorageQueue    ActionType = "StorageQueue"
+	ActionServiceBusQueue ActionType = "ServiceBusQueue"
+	ActionServiceBusTopic ActionType = "ServiceBusTopic"
+)
+
+// Frequency is the unit of a recurrence. Year is an extension the original
+// documents describe but the 2016-03-01 swagger lacks.
+type Frequency string
+
+const (
+	FrequencyMinute Frequency = "Minute"
+	FrequencyHour   Frequency = "Hour"
+	FrequencyDay    Frequency = "Day"
+	FrequencyWeek   Frequency = "Week"
+	FrequencyMonth  Frequency = "Month"
+	FrequencyYear   Frequency = "Year"
+)
+
+// RetryType says whether a failed action is retried.
+type RetryType string
+
+const (
+	RetryNone  RetryType = "None"
+	RetryFixed RetryType = "Fixed"
+)
+
+// ActionName tells the main action from the error action in history.
+type ActionName string
+
+const (
+	MainAction  ActionName = "MainAction"
+	ErrorAction ActionName = "ErrorAction"
+)
+
+// ExecutionStatus is the status of one execution attempt in history.
+type ExecutionStatus string
+
+const (
+	StatusCompleted ExecutionStatus = "Completed"
+	StatusFailed    ExecutionStatus = "Failed"
+	StatusPostponed ExecutionStatus = "Postponed"
+)
+
+// HTTPAuthenticationType is the kind of outbound authentication of an HTTP action.
+type HTTPAuthenticationType string
+
+const (
+	HTTPAuthNotSpecified         HTTPAuthenticationType = "NotSpecified"
+	HTTPAuthClientCertificate    HTTPAuthenticationType = "ClientCertificate"
+	HTTPAuthActiveDirectoryOAuth HTTPAuthenticationType = "ActiveDirectoryOAuth"
+	HTTPAuthBasic                HTTPAuthenticationType = "Basic"
+)
+
+// ServiceBusAuthenticationType is the kind of Service Bus authentication.
+type ServiceBusAuthenticationType string
+
+const (
+	ServiceBusAuthNotSpecified    ServiceBusAuthenticationType = "NotSpecified"
+	ServiceBusAuthSharedAccessKey ServiceBusAuthenticationType = "SharedAccessKey"
+)
+
+// ServiceBusTransportType is accepted for compatibility; messages are always
+// sent over AMQP.
+type ServiceBusTransportType string
+
+const (
+	TransportNotSpecified ServiceBusTransportType = "NotSpecified"
+	TransportNetMessaging ServiceBusTransportType = "NetMessaging"
+	TransportAMQP         ServiceBusTransportType = "AMQP"
+)
+
+// DayOfWeek names a day in weekDays and monthlyOccurrences.
+type DayOfWeek string
+
+const (
+	Monday    DayOfWeek = "Monday"
+	Tuesday   DayOfWeek = "Tuesday"
+	Wednesday DayOfWeek = "Wednesday"
+	Thursday  DayOfWeek = "Thursday"
+	Friday    DayOfWeek = "Friday"
+	Saturday  DayOfWeek = "Saturday"
+	Sunday    DayOfWeek = "Sunday"
+)
+
+// The canonical values of each enum, in documentation order.
+var (
+	JobStates           = []JobState{JobStateEnabled, JobStateDisabled, JobStateFaulted, JobStateCompleted}
+	JobCollectionStates = []JobCollectionState{JobCollectionStateEnabled, JobCollectionStateDisabled, JobCollectionStateSuspended, JobCollectionStateDeleted}
+	SkuNames            = []SkuName{SkuStandard, SkuFree, SkuP10Premium, SkuP20Premium}
+	ActionTypes         = []ActionType{ActionHTTP, ActionHTTPS, ActionStorageQueue, ActionServiceBusQueue, ActionServiceBusTopic}
+	Frequencies         = []Frequency{FrequencyMinute, FrequencyHour, FrequencyDay, FrequencyWeek, FrequencyMonth, FrequencyYear}
+	RetryTypes          = []RetryType{RetryNone, RetryFixed}
+	ActionNames         = []ActionName{MainAction, ErrorAction}
+	ExecutionStatuses   = []ExecutionStatus{StatusCompleted, StatusFailed, StatusPostponed}
+	HTTPAuthTypes       = []HTTPAuthenticationType{HTTPAuthNotSpecified, HTTPAuthClientCertificate, HTTPAuthActiveDirectoryOAuth, HTTPAuthBasic}
+	ServiceBusAuthTypes = []ServiceBusAuthenticationType{ServiceBusAuthNotSpecified, ServiceBusAuthSharedAccessKey}
+	TransportTypes      = []ServiceBusTransportType{TransportNotSpecified, TransportNetMessaging, TransportAMQP}
+	DaysOfWeek          = []DayOfWeek{Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday}
+)
+
+// ParseEnum returns the canonical value of values that equals s ignoring case.
+func ParseEnum[T ~string](s string, values []T) (T, bool) {
+	for _, v := range values {
+		if strings.EqualFold(string(v), s) {
+			return v, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// EnumList renders the canonical values for an error message: "A, B or C".
+func EnumList[T ~string](values []T) string {
+	var b strings.Builder
+	for i, v := range values {
+		switch {
+		case i == 0:
+		case i == len(values)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(v))
+	}
+	return b.String()
+}
