@@ -1,0 +1,92 @@
+package contracts
+
+import "strings"
+
+// Names of the JetStream resources every role shares.
+const (
+	// JobsBucket is the KV bucket of job collections and jobs: the source of
+	// truth.
+	JobsBucket = "scheduler-jobs"
+	// ExecStream holds execution messages (work-queue retention).
+	ExecStream = "EXEC"
+	// WorkersConsumer is the durable pull consumer on ExecStream that every
+	// worker shares.
+	WorkersConsumer = "workers"
+	// ResultsStream holds one result event per attempt.
+	ResultsStream = "RESULTS"
+	// HistoryStream holds the history entries the API serves.
+	HistoryStream = "HISTORY"
+	// IntakeStream holds job definitions published for the planner to apply.
+	IntakeStream = "INTAKE"
+)
+
+// Subject prefixes; a job's subject ends with its tokens (see JobTokens).
+const (
+	ExecSubjectPrefix    = "scheduler.exec."
+	ResultSubjectPrefix  = "scheduler.results."
+	HistorySubjectPrefix = "scheduler.history."
+	// IntakeSubjectPrefix takes job definitions onto the durable INTAKE
+	// stream: scheduler.intake.jobs.<sub>.<rg>.<collection>.<job>.
+	IntakeSubjectPrefix = "scheduler.intake.jobs."
+	// RequestSubjectPrefix takes job definitions as requests answered with
+	// the stored job or an ARM error body:
+	// scheduler.api.jobs.<sub>.<rg>.<collection>.<job>.
+	RequestSubjectPrefix = "scheduler.api.jobs."
+	// RejectedSubjectPrefix carries an event for each intake message that
+	// was rejected.
+	RejectedSubjectPrefix = "scheduler.intake.rejected."
+)
+
+// Token encodes one name for use as a subject token or a KV key segment.
+// ARM names are case-insensitive, so it folds to lower case; characters
+// other than letters, digits, '-' and '_' become "=XX" (hex), which keeps
+// '.', '*', '>', '(' and ')' out of subjects and keys.
+func Token(name string) string {
+	var b strings.Builder
+	for _, c := range []byte(strings.ToLower(name)) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			const hex = "0123456789ABCDEF"
+			b.WriteByte('=')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xF])
+		}
+	}
+	return b.String()
+}
+
+// CollectionRef names a job collection by its place in the ARM hierarchy.
+type CollectionRef struct {
+	Subscription  string `json:"subscription"`
+	ResourceGroup string `json:"resourceGroup"`
+	Collection    string `json:"collection"`
+}
+
+// Tokens returns "<sub>.<rg>.<collection>" as subject tokens.
+func (c CollectionRef) Tokens() string {
+	return Token(c.Subscription) + "." + Token(c.ResourceGroup) + "." + Token(c.Collection)
+}
+
+// KVKey returns the collection's key in JobsBucket: "c.<sub>.<rg>.<collection>".
+func (c CollectionRef) KVKey() string { return "c." + c.Tokens() }
+
+// JobsKVPrefix returns the prefix of the keys of the collection's jobs.
+func (c CollectionRef) JobsKVPrefix() string { return "j." + c.Tokens() + "." }
+
+// Job returns the reference of the job named name in this collection.
+func (c CollectionRef) Job(name string) JobRef {
+	return JobRef{Subscription: c.Subscription, ResourceGroup: c.ResourceGroup, Collection: c.Collection, Job: name}
+}
+
+// CollectionRef returns the collection the job belongs to.
+func (r JobRef) CollectionRef() CollectionRef {
+	return CollectionRef{Subscription: r.Subscription, ResourceGroup: r.ResourceGroup, Collection: r.Collection}
+}
+
+// Tokens returns "<sub>.<rg>.<collection>.<job>" as subject tokens.
+func (r JobRef) Tokens() string { return r.CollectionRef().Tokens() + "." + Token(r.Job) }
+
+// KVKey returns the job's key in JobsBucket: "j.<sub>.<rg>.<collection>.<job>".
+func (r JobRef) KVKey() string { return "j." + r.Tokens() }

@@ -1,0 +1,32 @@
+package contracts
+
+import "testing"
+
+func TestToken(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"MyJobs":       "myjobs",
+		"rg.with(dot)": "rg=2Ewith=28dot=29",
+		"a_b-c9":       "a_b-c9",
+		"x*y>z":        "x=2Ay=3Ez",
+	} {
+		if got := Token(in); got != want {
+			t.Errorf("Token(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestKeysAreCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	a := JobRef{Subscription: "Sub", ResourceGroup: "RG", Collection: "Jobs", Job: "Nightly"}
+	b := JobRef{Subscription: "sub", ResourceGroup: "rg", Collection: "JOBS", Job: "nightly"}
+	if a.KVKey() != b.KVKey() {
+		t.Fatalf("%q != %q", a.KVKey(), b.KVKey())
+	}
+	if got, want := a.KVKey(), "j.sub.rg.jobs.nightly"; got != want {
+		t.Fatalf("KVKey = %q, want %q", got, want)
+	}
+	if got, want := a.CollectionRef().KVKey(), "c.sub.rg.jobs"; got != want {
+		t.Fatalf("collection KVKey = %q, want %q", got, want)
+	}
+}
