@@ -1,6 +1,10 @@
 package contracts
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Names of the JetStream resources every role shares.
 const (
@@ -55,6 +59,32 @@ func Token(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// ParseToken reverses Token: it decodes "=XX" escapes. Letters come back in
+// lower case, as Token folded them.
+func ParseToken(token string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		switch {
+		case c == '=':
+			if i+2 >= len(token) {
+				return "", fmt.Errorf("token %q: an escape needs two hex digits", token)
+			}
+			v, err := strconv.ParseUint(token[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", fmt.Errorf("token %q: %q is not an escape", token, token[i:i+3])
+			}
+			b.WriteByte(byte(v))
+			i += 2
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			return "", fmt.Errorf("token %q: %q must be escaped", token, c)
+		}
+	}
+	return b.String(), nil
 }
 
 // CollectionRef names a job collection by its place in the ARM hierarchy.

@@ -30,3 +30,18 @@ func TestKeysAreCaseInsensitive(t *testing.T) {
 		t.Fatalf("collection KVKey = %q, want %q", got, want)
 	}
 }
+
+func TestParseTokenReversesToken(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"myjobs", "rg.with(dot)", "a_b-c9", "x*y>z", "ünï"} {
+		got, err := ParseToken(Token(name))
+		if err != nil || got != name {
+			t.Errorf("ParseToken(Token(%q)) = %q, %v", name, got, err)
+		}
+	}
+	for _, bad := range []string{"a=4", "a=zz", "a.b", "A"} {
+		if _, err := ParseToken(bad); err == nil {
+			t.Errorf("ParseToken(%q) accepted", bad)
+		}
+	}
+}

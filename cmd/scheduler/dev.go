@@ -1,25 +1,63 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/jobscheduler/scheduler/internal/dev"
 )
 
 func newDevCommand() *cobra.Command {
-	var listen, dataDir string
+	var cfg dev.Config
 	cmd := &cobra.Command{
 		Use:   "dev [--listen 127.0.0.1:8080] [--data-dir DIR]",
 		Short: "Run everything in one process with embedded NATS and Redis",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			fmt.Fprintln(out, "scheduler dev: the planner, its API and the embedded servers are not built yet.")
-			fmt.Fprintln(out, "Meanwhile, check when a job would run with:")
-			fmt.Fprintln(out, "  go run ./cmd/scheduler preview --count 5 docs/examples/weekday-morning.json")
-			return nil
-		},
+		Long: `Run the whole scheduler in one process: an embedded NATS server with
+JetStream (data under --data-dir, so collections and jobs survive a restart),
+an embedded Redis-protocol server (rebuilt from NATS at every start) and the
+planner with its REST API. The API needs no token on loopback.`,
+		Args: cobra.NoArgs,
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the REST API")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "scheduler-data", "directory for the embedded servers' data")
+	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API")
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "scheduler-data", "directory for the embedded servers' data and the encryption key")
+	logger := logFlags(cmd, "text")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		log, err := logger()
+		if err != nil {
+			return err
+		}
+		cfg.Logger = log
+		env, err := dev.Start(cmd.Context(), cfg)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		printWelcome(cmd, env)
+		<-cmd.Context().Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		env.Stop(ctx)
+		return nil
+	}
 	return cmd
+}
+
+func printWelcome(cmd *cobra.Command, env *dev.Env) {
+	api := "http://" + env.APIAddr()
+	base := api + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	fmt.Fprintf(cmd.OutOrStdout(), `scheduler dev is running.
+  REST API   %s (Azure Scheduler 2016-03-01 paths; no token needed on loopback)
+  NATS       %s (embedded, JetStream)
+  Health     %s/healthz   %s/readyz
+
+Create a job collection and a job that calls an endpoint every minute, 5 times:
+  curl -X PUT '%s?api-version=2016-03-01' -H 'Content-Type: application/json' -d '{"properties": {"sku": {"name": "Standard"}}}'
+  curl -X PUT '%s/jobs/hello?api-version=2016-03-01' -H 'Content-Type: application/json' \
+    -d '{"properties": {"action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9000/hello", "method": "POST"}}, "recurrence": {"frequency": "Minute", "count": 5}}}'
+  curl '%s/jobs/hello?api-version=2016-03-01'
+
+Stop with Ctrl-C.
+`, api, env.NATSURL(), api, api, base, base, base)
 }

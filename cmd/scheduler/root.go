@@ -31,6 +31,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPreviewCommand(), newDevCommand())
+	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand())
 	return root
 }

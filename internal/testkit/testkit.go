@@ -87,7 +87,7 @@ func Redis(t testing.TB) (redis.UniversalClient, string, *miniredis.Miniredis) {
 			t.Fatalf("%s: %v", RedisURLEnv, err)
 		}
 		t.Cleanup(func() {
-			deletePrefix(rdb, prefix)
+			FlushPrefix(rdb, prefix)
 			rdb.Close()
 		})
 		return rdb, prefix, nil
@@ -101,7 +101,9 @@ func Redis(t testing.TB) (redis.UniversalClient, string, *miniredis.Miniredis) {
 // RealRedis reports whether the tests run against a real Redis server.
 func RealRedis() bool { return os.Getenv(RedisURLEnv) != "" }
 
-func deletePrefix(rdb *redis.Client, prefix string) {
+// FlushPrefix deletes every key under prefix: what FLUSHDB does to one
+// test's keys, without touching the other tests sharing the server.
+func FlushPrefix(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var keys []string

@@ -1,0 +1,107 @@
+// Package dev runs the whole scheduler in one process for `scheduler dev`:
+// an embedded NATS server with JetStream (file store under the data
+// directory, so collections and jobs survive a restart), an embedded
+// Redis-protocol server (miniredis, rebuilt from NATS at every start), and
+// the planner with its API.
+package dev
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/planner/service"
+)
+
+// Config configures the development environment.
+type Config struct {
+	// Listen is the API's address. Defaults to 127.0.0.1:8080.
+	Listen string
+	// DataDir holds the NATS store and the encryption key. Defaults to
+	// ./scheduler-data.
+	DataDir string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Env is a running development environment.
+type Env struct {
+	nats    *server.Server
+	redis   *miniredis.Miniredis
+	planner *service.Service
+}
+
+// Start starts the embedded servers and the planner.
+func Start(ctx context.Context, cfg Config) (*Env, error) {
+	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:8080")
+	cfg.DataDir = cmp.Or(cfg.DataDir, "scheduler-data")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory: %w", err)
+	}
+	key, err := seal.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "encryption.key"))
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{}
+	e.nats, err = server.NewServer(&server.Options{
+		ServerName: "scheduler-dev", Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: filepath.Join(cfg.DataDir, "nats"), NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
+	}
+	e.nats.Start()
+	if !e.nats.ReadyForConnections(10 * time.Second) {
+		e.Stop(context.Background())
+		return nil, errors.New("the embedded NATS server did not start")
+	}
+	e.redis = miniredis.NewMiniRedis()
+	if err := e.redis.StartAddr("127.0.0.1:0"); err != nil {
+		e.Stop(context.Background())
+		return nil, fmt.Errorf("starting the embedded Redis server: %w", err)
+	}
+	e.planner, err = service.Start(ctx, service.Config{
+		NATSURL: e.nats.ClientURL(), RedisURL: "redis://" + e.redis.Addr(),
+		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger,
+	})
+	if err != nil {
+		e.Stop(context.Background())
+		return nil, err
+	}
+	return e, nil
+}
+
+// APIAddr is the address the API listens on.
+func (e *Env) APIAddr() string { return e.planner.Addr() }
+
+// NATSURL is the embedded NATS server's client URL.
+func (e *Env) NATSURL() string { return e.nats.ClientURL() }
+
+// Ready reports whether every stored job has been scheduled.
+func (e *Env) Ready() bool { return e.planner != nil && e.planner.Ready() }
+
+// Stop stops the planner and the embedded servers.
+func (e *Env) Stop(ctx context.Context) {
+	if e.planner != nil {
+		e.planner.Stop(ctx)
+	}
+	if e.redis != nil {
+		e.redis.Close()
+	}
+	if e.nats != nil {
+		e.nats.Shutdown()
+		e.nats.WaitForShutdown()
+	}
+}

@@ -1,0 +1,128 @@
+package dev
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func call(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}
+
+// A collection and a job created through the API survive a restart of the
+// development environment, and the job is scheduled again in the new,
+// empty embedded Redis.
+func TestAJobSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func() *Env {
+		env, err := Start(context.Background(), Config{Listen: addr, DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
+		return env
+	}
+	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	job := `{"properties": {"startTime": "2030-01-01T09:00:00Z",
+		"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "POST",
+			"authentication": {"type": "Basic", "username": "u", "password": "kept-secret"}}},
+		"recurrence": {"frequency": "Day"}}}`
+
+	env := start()
+	if code, body := call(t, "PUT", base+"?api-version=2016-03-01", `{"properties": {}}`); code != http.StatusCreated {
+		t.Fatalf("collection: %d %s", code, body)
+	}
+	if code, body := call(t, "PUT", base+"/jobs/nightly?api-version=2016-03-01", job); code != http.StatusCreated {
+		t.Fatalf("job: %d %s", code, body)
+	}
+	env.Stop(context.Background())
+
+	env = start()
+	defer env.Stop(context.Background())
+	code, body := call(t, "GET", base+"/jobs/nightly?api-version=2016-03-01", "")
+	if code != http.StatusOK {
+		t.Fatalf("after the restart: %d %s", code, body)
+	}
+	var got struct {
+		Properties struct {
+			Status struct {
+				NextExecutionTime string `json:"nextExecutionTime"`
+			} `json:"status"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Properties.Status.NextExecutionTime != "2030-01-01T09:00:00Z" {
+		t.Fatalf("next execution after the restart: %q\n%s", got.Properties.Status.NextExecutionTime, body)
+	}
+	if strings.Contains(body, "kept-secret") {
+		t.Fatalf("secret returned: %s", body)
+	}
+}
+
+// A job created through the API without a start time is dispatched at once:
+// its execution message is on the EXEC stream.
+func TestAJobIsDispatched(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	env, err := Start(context.Background(), Config{Listen: addr, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop(context.Background())
+	testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
+	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	call(t, "PUT", base, `{"properties": {}}`)
+	if code, body := call(t, "PUT", base+"/jobs/now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`); code != http.StatusCreated {
+		t.Fatalf("job: %d %s", code, body)
+	}
+	nc, err := nats.Connect(env.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		s, err := js.Stream(context.Background(), contracts.ExecStream)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(context.Background())
+		return err == nil && info.State.Msgs == 1
+	}, "no execution on %s", contracts.ExecStream)
+}

@@ -1,0 +1,381 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/planner/store"
+)
+
+const base = "/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections"
+
+// fakeScheduling records runs and knows no next executions, so the API
+// computes them from definitions.
+type fakeScheduling struct {
+	mu   sync.Mutex
+	runs []contracts.JobRef
+}
+
+func (f *fakeScheduling) NextExecution(context.Context, contracts.JobRef) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
+
+func (f *fakeScheduling) RunNow(_ context.Context, j store.Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs = append(f.runs, j.Ref)
+	return nil
+}
+
+type bundle struct {
+	srv   *httptest.Server
+	store *store.Store
+	sched *fakeScheduling
+	now   time.Time
+}
+
+func setup(t testing.TB, tokens ...string) *bundle {
+	t.Helper()
+	_, js := testkit.JetStream(t, testkit.NATS(t))
+	sealer, err := seal.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), js, store.Config{Sealer: sealer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{store: st, sched: &fakeScheduling{}, now: time.Date(2016, 3, 30, 20, 0, 0, 0, time.UTC)}
+	b.srv = httptest.NewServer(New(st, b.sched, Config{Tokens: tokens, Now: func() time.Time { return b.now }}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// testClient gives up on a request after 10 s, so a request that hangs the
+// server fails the test (and the fuzzer keeps the input).
+var testClient = &http.Client{Timeout: 10 * time.Second}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// errorCode returns error.code of an ARM error body.
+func (r response) errorCode(t testing.TB) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+func (b *bundle) do(t testing.TB, method, path, body string, header ...string) response {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path+sep+"api-version=2016-03-01", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := testClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.Header.Get("x-ms-request-id") == "" {
+		t.Errorf("%s %s: no x-ms-request-id", method, path)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: data}
+}
+
+func (b *bundle) mustDo(t testing.TB, want int, method, path, body string) response {
+	t.Helper()
+	r := b.do(t, method, path, body)
+	if r.status != want {
+		t.Fatalf("%s %s: status %d, want %d\n%s", method, path, r.status, want, r.body)
+	}
+	return r
+}
+
+const collectionBody = `{"location": "South Central US", "tags": {"team": "ops"},
+	"properties": {"sku": {"name": "Standard"}, "state": "Enabled", "quota": {"maxJobCount": 3, "maxRecurrence": {"frequency": "Minute", "interval": 1}}}}`
+
+// weeklyJob is the real service's recorded example: created Wed 2016-03-30,
+// its next execution is Monday 2016-04-04T05:00:00Z.
+const weeklyJob = `{"properties": {"startTime": "2015-07-13T00:00:00Z",
+	"action": {"type": "StorageQueue", "queueMessage": {"storageAccount": "contoso", "queueName": "jobs", "sasToken": "sv=2015&sig=SECRET-SAS", "message": "hello"},
+		"retryPolicy": {"retryType": "Fixed", "retryInterval": "00:01:00", "retryCount": 2}},
+	"recurrence": {"frequency": "Week", "schedule": {"weekDays": ["Monday"], "hours": [5, 10, 15, 20], "minutes": [0, 10, 20, 30, 40, 50]}},
+	"state": "Enabled"}}`
+
+func TestCollections(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("PUT creates with 201, then replaces with 200", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusCreated, "PUT", base+"/jc1", collectionBody)
+		m := r.json(t)
+		if m["id"] != base+"/jc1" || m["type"] != "Microsoft.Scheduler/jobCollections" || m["name"] != "jc1" {
+			t.Fatalf("envelope: %s", r.body)
+		}
+		b.mustDo(t, http.StatusOK, "PUT", base+"/jc1", collectionBody)
+	})
+	t.Run("GET returns it and a missing one is 404", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "GET", base+"/JC1", "") // names are case-insensitive
+		if !strings.Contains(string(r.body), `"maxJobCount":3`) {
+			t.Fatalf("quota lost: %s", r.body)
+		}
+		if code := b.mustDo(t, http.StatusNotFound, "GET", base+"/nope", "").errorCode(t); code != codeNotFound {
+			t.Fatalf("code %q", code)
+		}
+	})
+	t.Run("PATCH merges into the stored collection", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "PATCH", base+"/jc1", `{"tags": {"env": "prod"}, "properties": {"state": "suspended"}}`)
+		s := string(r.body)
+		if !strings.Contains(s, `"team":"ops"`) || !strings.Contains(s, `"env":"prod"`) || !strings.Contains(s, `"state":"Suspended"`) {
+			t.Fatalf("merge: %s", s)
+		}
+		b.mustDo(t, http.StatusNotFound, "PATCH", base+"/nope", `{}`)
+	})
+	t.Run("lists by resource group and by subscription", func(t *testing.T) {
+		b.mustDo(t, http.StatusCreated, "PUT", "/subscriptions/sub1/resourceGroups/rg2/providers/Microsoft.Scheduler/jobCollections/other", `{"properties": {}}`)
+		byGroup := b.mustDo(t, http.StatusOK, "GET", base, "").json(t)["value"].([]any)
+		bySub := b.mustDo(t, http.StatusOK, "GET", "/subscriptions/sub1/providers/Microsoft.Scheduler/jobCollections", "").json(t)["value"].([]any)
+		if len(byGroup) != 1 || len(bySub) != 2 {
+			t.Fatalf("by group %d, by subscription %d", len(byGroup), len(bySub))
+		}
+	})
+	t.Run("invalid definitions are 400 naming the field", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusBadRequest, "PUT", base+"/jc2", `{"properties": {"sku": {"name": "Gold"}, "quota": {"maxJobCount": 0}}}`)
+		s := string(r.body)
+		if !strings.Contains(s, "properties.sku.name") || !strings.Contains(s, "properties.quota.maxJobCount") {
+			t.Fatalf("body: %s", s)
+		}
+		b.mustDo(t, http.StatusBadRequest, "PUT", base+"/bad.name", collectionBody)
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/jc2", "")
+	})
+	t.Run("DELETE removes it and its jobs", func(t *testing.T) {
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/gone", collectionBody)
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/gone/jobs/j", weeklyJob)
+		b.mustDo(t, http.StatusOK, "DELETE", base+"/gone", "")
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/gone", "")
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/gone/jobs/j", "")
+		b.mustDo(t, http.StatusNotFound, "DELETE", base+"/gone", "")
+	})
+}
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", collectionBody)
+
+	t.Run("PUT creates with 201 and the status the real service showed", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/weekly", weeklyJob)
+		m := r.json(t)
+		if m["id"] != base+"/jc/jobs/weekly" || m["name"] != "jc/weekly" || m["type"] != "Microsoft.Scheduler/jobCollections/jobs" {
+			t.Fatalf("envelope: %s", r.body)
+		}
+		status := m["properties"].(map[string]any)["status"].(map[string]any)
+		if status["nextExecutionTime"] != "2016-04-04T05:00:00Z" || status["executionCount"] != 0.0 ||
+			status["failureCount"] != 0.0 || status["faultedCount"] != 0.0 {
+			t.Fatalf("status: %v", status)
+		}
+		if _, ok := status["lastExecutionTime"]; ok {
+			t.Fatalf("lastExecutionTime before any execution: %v", status)
+		}
+		b.mustDo(t, http.StatusOK, "PUT", base+"/jc/jobs/weekly", weeklyJob)
+	})
+	t.Run("secrets are never returned", func(t *testing.T) {
+		for _, r := range []response{
+			b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/weekly", ""),
+			b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs", ""),
+			b.mustDo(t, http.StatusOK, "PATCH", base+"/jc/jobs/weekly", `{"properties": {"state": "Enabled"}}`),
+		} {
+			if strings.Contains(string(r.body), "SECRET") || strings.Contains(string(r.body), "sasToken") {
+				t.Fatalf("secret returned: %s", r.body)
+			}
+		}
+	})
+	t.Run("PATCH keeps stored secrets and merges a change", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "PATCH", base+"/jc/jobs/weekly", `{"properties": {"state": "disabled", "recurrence": {"schedule": {"hours": [6]}}}}`)
+		s := string(r.body)
+		if !strings.Contains(s, `"state":"Disabled"`) || !strings.Contains(s, `"hours":[6]`) || strings.Contains(s, "nextExecutionTime") {
+			t.Fatalf("patch: %s", s)
+		}
+		j, err := b.store.GetJob(context.Background(), contracts.JobRef{Subscription: "sub1", ResourceGroup: "rg1", Collection: "jc", Job: "weekly"})
+		if err != nil || j.Properties.Action.QueueMessage.SASToken != "sv=2015&sig=SECRET-SAS" {
+			t.Fatalf("stored secret lost: %v %+v", err, j.Properties.Action)
+		}
+		r = b.mustDo(t, http.StatusBadRequest, "PATCH", base+"/jc/jobs/weekly", `{"properties": {"recurrence": {"interval": 100}}}`)
+		if !strings.Contains(string(r.body), "properties.recurrence.interval") {
+			t.Fatalf("path: %s", r.body)
+		}
+		b.mustDo(t, http.StatusNotFound, "PATCH", base+"/jc/jobs/none", `{}`)
+	})
+	t.Run("an invalid job is 400 with every violation and is not stored", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusBadRequest, "PUT", base+"/jc/jobs/bad",
+			`{"properties": {"action": {"type": "Http", "request": {"uri": "not a uri"}}, "recurrence": {"frequency": "Minute", "interval": 5000}}}`)
+		s := string(r.body)
+		for _, want := range []string{"properties.action.request.uri", "properties.action.request.method", "properties.recurrence.interval"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("no %s in %s", want, s)
+			}
+		}
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/bad", "")
+	})
+	t.Run("a job in a missing collection is 404 and not created", func(t *testing.T) {
+		b.mustDo(t, http.StatusNotFound, "PUT", base+"/missing/jobs/j", weeklyJob)
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/missing/jobs/j", "")
+	})
+	t.Run("maxJobCount is enforced with 409", func(t *testing.T) {
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/two", weeklyJob)
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/three", weeklyJob)
+		if code := b.mustDo(t, http.StatusConflict, "PUT", base+"/jc/jobs/four", weeklyJob).errorCode(t); code != codeQuotaExceeded {
+			t.Fatalf("code %q", code)
+		}
+		b.mustDo(t, http.StatusOK, "PUT", base+"/jc/jobs/three", weeklyJob) // replacing is not creating
+	})
+	t.Run("maxRecurrence is enforced with 409", func(t *testing.T) {
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/free", `{"properties": {"sku": {"name": "Free"}}}`)
+		every30min := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Minute", "interval": 30}}}`
+		r := b.mustDo(t, http.StatusConflict, "PUT", base+"/free/jobs/often", every30min)
+		if !strings.Contains(string(r.body), "maxRecurrence") {
+			t.Fatalf("body: %s", r.body)
+		}
+		hourly := strings.Replace(every30min, `"interval": 30`, `"interval": 60`, 1)
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/free/jobs/hourly", hourly)
+	})
+	t.Run("list pages with $top, $skip, $filter and nextLink", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$top=2", "").json(t)
+		if len(r["value"].([]any)) != 2 || r["nextLink"] == nil {
+			t.Fatalf("page 1: %v", r)
+		}
+		link := r["nextLink"].(string)
+		if !strings.Contains(link, "%24skip=2") && !strings.Contains(link, "$skip=2") {
+			t.Fatalf("nextLink %q", link)
+		}
+		r = b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$top=2&$skip=2", "").json(t)
+		if len(r["value"].([]any)) != 1 || r["nextLink"] != nil {
+			t.Fatalf("page 2: %v", r)
+		}
+		r = b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$filter=state%20eq%20disabled", "").json(t)
+		if v := r["value"].([]any); len(v) != 1 || v[0].(map[string]any)["name"] != "jc/weekly" {
+			t.Fatalf("filter: %v", r)
+		}
+		for _, q := range []string{"$top=0", "$top=101", "$skip=-1", "$filter=status%20eq%20Failed", "$filter=state%20eq%20Sleeping"} {
+			b.mustDo(t, http.StatusBadRequest, "GET", base+"/jc/jobs?"+q, "")
+		}
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/none/jobs", "")
+	})
+	t.Run("run executes the job now", func(t *testing.T) {
+		b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/two/run", "")
+		if len(b.sched.runs) != 1 || b.sched.runs[0].Job != "two" {
+			t.Fatalf("runs: %v", b.sched.runs)
+		}
+		b.mustDo(t, http.StatusNotFound, "POST", base+"/jc/jobs/none/run", "")
+	})
+	t.Run("a Completed job can only be deleted", func(t *testing.T) {
+		ctx := context.Background()
+		ref := contracts.JobRef{Subscription: "sub1", ResourceGroup: "rg1", Collection: "jc", Job: "two"}
+		j, err := b.store.GetJob(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Properties.State = contracts.JobStateCompleted
+		if _, err := b.store.UpdateJob(ctx, j, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		b.mustDo(t, http.StatusConflict, "PUT", base+"/jc/jobs/two", weeklyJob)
+		b.mustDo(t, http.StatusConflict, "PATCH", base+"/jc/jobs/two", `{"properties": {"state": "Enabled"}}`)
+		b.mustDo(t, http.StatusConflict, "POST", base+"/jc/jobs/two/run", "")
+		b.mustDo(t, http.StatusOK, "DELETE", base+"/jc/jobs/two", "")
+		b.mustDo(t, http.StatusNotFound, "DELETE", base+"/jc/jobs/two", "")
+	})
+	t.Run("disable and enable set every job's state", func(t *testing.T) {
+		b.mustDo(t, http.StatusOK, "POST", base+"/jc/disable", "")
+		r := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$filter=state%20eq%20Enabled", "").json(t)
+		if len(r["value"].([]any)) != 0 {
+			t.Fatalf("enabled after disable: %v", r)
+		}
+		b.mustDo(t, http.StatusOK, "POST", base+"/jc/enable", "")
+		r = b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$filter=state%20eq%20Disabled", "").json(t)
+		if len(r["value"].([]any)) != 0 {
+			t.Fatalf("disabled after enable: %v", r)
+		}
+		if s := b.mustDo(t, http.StatusOK, "GET", base+"/jc", "").body; !strings.Contains(string(s), `"state":"Enabled"`) {
+			t.Fatalf("collection: %s", s)
+		}
+	})
+}
+
+func TestRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "token-1", "token-2")
+	t.Run("a request without a valid bearer token is 401", func(t *testing.T) {
+		if code := b.mustDo(t, http.StatusUnauthorized, "GET", base, "").errorCode(t); code != codeAuthFailed {
+			t.Fatalf("code %q", code)
+		}
+		if r := b.do(t, "GET", base, "", "Authorization", "Bearer wrong"); r.status != http.StatusUnauthorized {
+			t.Fatalf("status %d", r.status)
+		}
+		if r := b.do(t, "GET", base, "", "Authorization", "Bearer token-2"); r.status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+	})
+	auth := []string{"Authorization", "Bearer token-1"}
+	for _, tt := range []struct {
+		name, method, path, body string
+		status                   int
+	}{
+		{"an unknown path is 404", "GET", "/subscriptions/s/somewhere", "", http.StatusNotFound},
+		{"a wrong method is 405", "POST", base + "/jc", "", http.StatusMethodNotAllowed},
+		{"malformed JSON is 400", "PUT", base + "/jc", "{", http.StatusBadRequest},
+		{"a body over 1 MiB is 413", "PUT", base + "/jc", `{"tags": {"a": "` + strings.Repeat("x", 2<<20) + `"}}`, http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := b.do(t, tt.method, tt.path, tt.body, auth...)
+			if r.status != tt.status || r.errorCode(t) == "" {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
+			}
+		})
+	}
+	t.Run("an unsupported api-version is 400", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", b.srv.URL+base+"?api-version=1999-01-01", nil)
+		req.Header.Set("Authorization", "Bearer token-1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			t.Fatalf("status %d", res.StatusCode)
+		}
+	})
+}

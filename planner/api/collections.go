@@ -1,0 +1,233 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner/store"
+)
+
+func collectionID(ref contracts.CollectionRef) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Scheduler/jobCollections/%s",
+		ref.Subscription, ref.ResourceGroup, ref.Collection)
+}
+
+func renderCollection(c store.Collection) contracts.JobCollectionDefinition {
+	props := c.Properties
+	return contracts.JobCollectionDefinition{
+		ID: collectionID(c.Ref), Type: contracts.JobCollectionResourceType, Name: c.Ref.Collection,
+		Location: c.Location, Tags: c.Tags, Properties: &props,
+	}
+}
+
+func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, sub, rg string) *apiError {
+	cols, err := s.store.ListCollections(r.Context(), sub, rg)
+	if err != nil {
+		return storeError(err, "the job collections")
+	}
+	out := contracts.JobCollectionListResult{Value: make([]contracts.JobCollectionDefinition, len(cols))}
+	for i, c := range cols {
+		out.Value[i] = renderCollection(c)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	c, err := s.store.GetCollection(r.Context(), ref)
+	if err != nil {
+		return storeError(err, collectionWhat(ref))
+	}
+	writeJSON(w, http.StatusOK, renderCollection(c))
+	return nil
+}
+
+func collectionWhat(ref contracts.CollectionRef) string {
+	return fmt.Sprintf("job collection %q in resource group %q", ref.Collection, ref.ResourceGroup)
+}
+
+// readBody reads a request body, reporting a body over the limit as 413.
+func readBody(r *http.Request) ([]byte, *apiError) {
+	data, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, newError(http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the request body is over %d bytes", tooLarge.Limit))
+	case err != nil:
+		return nil, newError(http.StatusBadRequest, codeBadRequest, "reading the request body: "+err.Error())
+	}
+	return data, nil
+}
+
+// validateRef checks the names of a resource being created.
+func validateRef(ref contracts.CollectionRef) *apiError {
+	var msgs []string
+	for _, err := range []error{
+		contracts.ValidateSubscription(ref.Subscription),
+		contracts.ValidateResourceGroup(ref.ResourceGroup),
+		contracts.ValidateName("job collection", ref.Collection),
+	} {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return newError(http.StatusBadRequest, codeInvalidName, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// decodeCollection decodes and validates a collection definition.
+func decodeCollection(data []byte) (contracts.JobCollectionDefinition, *apiError) {
+	def, errs := contracts.DecodeJobCollection(data)
+	p := def.Properties
+	if p == nil {
+		p = &contracts.JobCollectionProperties{}
+		def.Properties = p
+	}
+	if p.Sku == nil || p.Sku.Name == "" {
+		p.Sku = &contracts.Sku{Name: contracts.SkuStandard}
+	}
+	switch p.State {
+	case "":
+		p.State = contracts.JobCollectionStateEnabled
+	case contracts.JobCollectionStateDeleted:
+		errs.Add("properties.state", "Deleted cannot be set; delete the job collection instead")
+	}
+	if q := p.Quota; q != nil {
+		if q.MaxJobCount != nil && *q.MaxJobCount < 1 {
+			errs.Add("properties.quota.maxJobCount", "must be at least 1, not %d", *q.MaxJobCount)
+		}
+		if q.MaxJobOccurrence != nil && *q.MaxJobOccurrence < 1 {
+			errs.Add("properties.quota.maxJobOccurrence", "must be at least 1, not %d", *q.MaxJobOccurrence)
+		}
+		if m := q.MaxRecurrence; m != nil {
+			if m.Frequency == "" {
+				errs.Add("properties.quota.maxRecurrence.frequency", "required; one of %s", contracts.EnumList(contracts.Frequencies))
+			}
+			if m.Interval != nil && *m.Interval < 1 {
+				errs.Add("properties.quota.maxRecurrence.interval", "must be at least 1, not %d", *m.Interval)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return def, invalid(errs)
+	}
+	return def, nil
+}
+
+func (s *Server) putCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	if e := validateRef(ref); e != nil {
+		return e
+	}
+	data, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	def, e := decodeCollection(data)
+	if e != nil {
+		return e
+	}
+	return s.saveCollection(w, r, ref, def, true)
+}
+
+// saveCollection creates the collection or replaces the stored one with def.
+func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef, def contracts.JobCollectionDefinition, mayCreate bool) *apiError {
+	ctx := r.Context()
+	now := s.cfg.Now().UTC()
+	for attempt := 0; ; attempt++ {
+		existing, err := s.store.GetCollection(ctx, ref)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && mayCreate:
+			c := store.Collection{Ref: ref, Location: def.Location, Tags: def.Tags, Properties: *def.Properties, Created: now, Updated: now}
+			saved, err := s.store.PutCollection(ctx, c, 0)
+			if errors.Is(err, store.ErrExists) && attempt < 3 {
+				continue
+			}
+			if err != nil {
+				return storeError(err, collectionWhat(ref))
+			}
+			writeJSON(w, http.StatusCreated, renderCollection(saved))
+			return nil
+		case err != nil:
+			return storeError(err, collectionWhat(ref))
+		}
+		c := existing
+		c.Location, c.Tags, c.Properties, c.Updated = def.Location, def.Tags, *def.Properties, now
+		saved, err := s.store.PutCollection(ctx, c, existing.Revision)
+		if errors.Is(err, store.ErrConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return storeError(err, collectionWhat(ref))
+		}
+		writeJSON(w, http.StatusOK, renderCollection(saved))
+		return nil
+	}
+}
+
+func (s *Server) patchCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	data, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	existing, err := s.store.GetCollection(r.Context(), ref)
+	if err != nil {
+		return storeError(err, collectionWhat(ref))
+	}
+	merged, e := mergePatch(renderCollection(existing), data, false)
+	if e != nil {
+		return e
+	}
+	def, e := decodeCollection(merged)
+	if e != nil {
+		return e
+	}
+	return s.saveCollection(w, r, ref, def, false)
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	if err := s.store.DeleteCollection(r.Context(), ref); err != nil {
+		return storeError(err, collectionWhat(ref))
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// setCollectionEnabled enables or disables the collection and every job in
+// it that is Enabled or Disabled (Completed and Faulted jobs stay so).
+func (s *Server) setCollectionEnabled(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef, enable bool) *apiError {
+	ctx := r.Context()
+	state, jobState := contracts.JobCollectionStateDisabled, contracts.JobStateDisabled
+	if enable {
+		state, jobState = contracts.JobCollectionStateEnabled, contracts.JobStateEnabled
+	}
+	for attempt := 0; ; attempt++ {
+		c, err := s.store.GetCollection(ctx, ref)
+		if err != nil {
+			return storeError(err, collectionWhat(ref))
+		}
+		c.Properties.State, c.Updated = state, s.cfg.Now().UTC()
+		if _, err = s.store.PutCollection(ctx, c, c.Revision); errors.Is(err, store.ErrConflict) && attempt < 3 {
+			continue
+		} else if err != nil {
+			return storeError(err, collectionWhat(ref))
+		}
+		break
+	}
+	jobs, err := s.store.ListJobs(ctx, ref)
+	if err != nil {
+		return storeError(err, "the jobs of "+collectionWhat(ref))
+	}
+	for _, j := range jobs {
+		if e := s.setJobState(ctx, j, jobState); e != nil {
+			return e
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}

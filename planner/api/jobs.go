@@ -1,0 +1,354 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/store"
+)
+
+func jobID(ref contracts.JobRef) string {
+	return collectionID(ref.CollectionRef()) + "/jobs/" + ref.Job
+}
+
+func jobWhat(ref contracts.JobRef) string {
+	return fmt.Sprintf("job %q in job collection %q", ref.Job, ref.Collection)
+}
+
+// final reports whether a job's state is final: only DELETE is allowed then.
+func final(s contracts.JobState) bool {
+	return s == contracts.JobStateCompleted || s == contracts.JobStateFaulted
+}
+
+// renderJob returns the job as the API shows it: secrets removed, status
+// filled in.
+func (s *Server) renderJob(ctx context.Context, j store.Job) contracts.JobDefinition {
+	props := j.Properties.Redacted()
+	status := &contracts.JobStatus{}
+	if props.State == contracts.JobStateEnabled {
+		if next, ok := s.nextExecution(ctx, j); ok {
+			status.NextExecutionTime = &next
+		}
+	}
+	props.Status = status
+	return contracts.JobDefinition{
+		ID: jobID(j.Ref), Type: contracts.JobResourceType, Name: j.Ref.Collection + "/" + j.Ref.Job, Properties: props,
+	}
+}
+
+// nextExecution asks the timer; a job it does not hold yet (just written)
+// gets its next occurrence from its definition.
+func (s *Server) nextExecution(ctx context.Context, j store.Job) (time.Time, bool) {
+	if s.sched != nil {
+		if next, ok, err := s.sched.NextExecution(ctx, j.Ref); err == nil && ok {
+			return next.UTC(), true
+		}
+	}
+	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	if err != nil {
+		return time.Time{}, false
+	}
+	now := s.cfg.Now().Truncate(time.Second)
+	first, ok := sched.First()
+	if ok && first.Before(now) {
+		first, ok = sched.Next(now.Add(-time.Second))
+	}
+	return first, ok
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	j, err := s.store.GetJob(r.Context(), ref)
+	if err != nil {
+		return storeError(err, jobWhat(ref))
+	}
+	writeJSON(w, http.StatusOK, s.renderJob(r.Context(), j))
+	return nil
+}
+
+func (s *Server) putJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	if e := validateRef(ref.CollectionRef()); e != nil {
+		return e
+	}
+	if err := contracts.ValidateName("job", ref.Job); err != nil {
+		return newError(http.StatusBadRequest, codeInvalidName, err.Error())
+	}
+	data, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	return s.saveJob(w, r, ref, func(now time.Time, _ *store.Job) (contracts.JobProperties, *apiError) {
+		props, errs := planner.ParseJob(data, now)
+		if len(errs) > 0 {
+			return props, invalid(errs)
+		}
+		return props, nil
+	}, true)
+}
+
+func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	data, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	return s.saveJob(w, r, ref, func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError) {
+		if existing == nil {
+			return contracts.JobProperties{}, storeError(store.ErrNotFound, jobWhat(ref))
+		}
+		base := existing.Properties.Clone()
+		base.Status = nil
+		merged, enveloped, e := mergePatchEnvelope(base, data, true)
+		if e != nil {
+			return contracts.JobProperties{}, e
+		}
+		props, errs := planner.ParseJob(merged, now)
+		if len(errs) > 0 {
+			if enveloped {
+				for i := range errs {
+					errs[i].Path = strings.TrimSuffix("properties."+errs[i].Path, ".")
+				}
+			}
+			return props, invalid(errs)
+		}
+		return props, nil
+	}, false)
+}
+
+// saveJob creates or replaces a job with the properties build returns,
+// enforcing the collection's quotas and the final states, and retrying when
+// another request changed the job at the same time.
+func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef,
+	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError), mayCreate bool) *apiError {
+	ctx := r.Context()
+	for attempt := 0; ; attempt++ {
+		now := s.cfg.Now().Truncate(time.Second).UTC()
+		coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
+		if err != nil {
+			return storeError(err, collectionWhat(ref.CollectionRef()))
+		}
+		var existing *store.Job
+		switch j, err := s.store.GetJob(ctx, ref); {
+		case err == nil:
+			existing = &j
+		case !errors.Is(err, store.ErrNotFound):
+			return storeError(err, jobWhat(ref))
+		}
+		if existing != nil && final(existing.Properties.State) {
+			return newError(http.StatusConflict, codeConflict, fmt.Sprintf(
+				"%s is %s: a Completed or Faulted job cannot be changed, only deleted", jobWhat(ref), existing.Properties.State))
+		}
+		props, e := build(now, existing)
+		if e != nil {
+			return e
+		}
+		if props.State == "" {
+			props.State = contracts.JobStateEnabled
+		}
+		job := store.Job{Ref: ref, Properties: props, Created: now, Anchored: now, Updated: now}
+		if existing != nil {
+			// Names are case-insensitive: the job keeps the names it was created with.
+			job.Ref, job.Created, job.Anchored = existing.Ref, existing.Created, existing.Anchored
+			if reanchors(&existing.Properties, &props) {
+				job.Anchored = now
+			}
+		}
+		maxJobs, maxRecurrence := effectiveQuota(coll.Properties)
+		if e := checkRecurrenceQuota(&job.Properties, job.Anchored, maxRecurrence); e != nil {
+			return e
+		}
+		var saved store.Job
+		status := http.StatusOK
+		switch {
+		case existing == nil && !mayCreate:
+			return storeError(store.ErrNotFound, jobWhat(ref))
+		case existing == nil:
+			saved, err = s.store.CreateJob(ctx, job, maxJobs)
+			status = http.StatusCreated
+		default:
+			saved, err = s.store.UpdateJob(ctx, job, existing.Revision)
+		}
+		if (errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict)) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return storeError(err, jobWhat(ref))
+		}
+		writeJSON(w, status, s.renderJob(ctx, saved))
+		return nil
+	}
+}
+
+// reanchors reports whether a change restarts a job's schedule from now: a
+// new start time or recurrence, or enabling a disabled job (missed instants
+// are skipped, not caught up). Saving an unchanged job does not, so a
+// repeated PUT never adds a run.
+func reanchors(old, updated *contracts.JobProperties) bool {
+	if old.State == contracts.JobStateDisabled && updated.State == contracts.JobStateEnabled {
+		return true
+	}
+	sameStart := (old.StartTime == nil) == (updated.StartTime == nil) &&
+		(old.StartTime == nil || old.StartTime.Equal(*updated.StartTime))
+	return !sameStart || !sameRecurrence(old.Recurrence, updated.Recurrence)
+}
+
+func sameRecurrence(a, b *contracts.Recurrence) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// setJobState enables or disables a job for its collection's enable and
+// disable; final jobs and jobs already in that state are left alone.
+func (s *Server) setJobState(ctx context.Context, j store.Job, state contracts.JobState) *apiError {
+	ref := j.Ref
+	for attempt := 0; ; attempt++ {
+		if final(j.Properties.State) || j.Properties.State == state {
+			return nil
+		}
+		updated := j
+		updated.Properties = j.Properties.Clone()
+		updated.Properties.State = state
+		now := s.cfg.Now().Truncate(time.Second).UTC()
+		updated.Updated = now
+		if reanchors(&j.Properties, &updated.Properties) {
+			updated.Anchored = now
+		}
+		_, err := s.store.UpdateJob(ctx, updated, j.Revision)
+		switch {
+		case err == nil, errors.Is(err, store.ErrNotFound):
+			return nil
+		case errors.Is(err, store.ErrConflict) && attempt < 3:
+			if j, err = s.store.GetJob(ctx, ref); errors.Is(err, store.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return storeError(err, jobWhat(ref))
+			}
+			continue
+		}
+		return storeError(err, jobWhat(ref))
+	}
+}
+
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	if err := s.store.DeleteJob(r.Context(), ref); err != nil {
+		return storeError(err, jobWhat(ref))
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	j, err := s.store.GetJob(r.Context(), ref)
+	if err != nil {
+		return storeError(err, jobWhat(ref))
+	}
+	if final(j.Properties.State) {
+		return newError(http.StatusConflict, codeConflict, fmt.Sprintf("%s is %s and cannot run", jobWhat(ref), j.Properties.State))
+	}
+	if s.sched == nil {
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "the planner is not running")
+	}
+	if err := s.sched.RunNow(r.Context(), j); err != nil {
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "scheduling the run failed: "+err.Error())
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// page is a parsed $top, $skip and $filter.
+type page struct {
+	top, skip int
+	hasTop    bool
+	state     contracts.JobState
+}
+
+func parsePage(q url.Values) (page, *apiError) {
+	var p page
+	if v := q.Get("$top"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$top must be an integer from 1 to 100, not %q", v))
+		}
+		p.top, p.hasTop = n, true
+	}
+	if v := q.Get("$skip"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$skip must be an integer of 0 or more, not %q", v))
+		}
+		p.skip = n
+	}
+	if v := q.Get("$filter"); v != "" {
+		fields := strings.Fields(v)
+		if len(fields) != 3 || !strings.EqualFold(fields[0], "state") || !strings.EqualFold(fields[1], "eq") {
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %q is not supported; use state eq Enabled (or Disabled, Completed, Faulted)", v))
+		}
+		state, ok := contracts.ParseEnum(strings.Trim(fields[2], `'"`), contracts.JobStates)
+		if !ok {
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %q is not one of %s", fields[2], contracts.EnumList(contracts.JobStates)))
+		}
+		p.state = state
+	}
+	return p, nil
+}
+
+// nextLink returns the absolute URL of the page after p, or nil.
+func nextLink(r *http.Request, p page, total int) *string {
+	if !p.hasTop || p.skip+p.top >= total {
+		return nil
+	}
+	u := *r.URL
+	u.Scheme, u.Host = "http", r.Host
+	if r.TLS != nil {
+		u.Scheme = "https"
+	}
+	q := u.Query()
+	q.Set("$skip", strconv.Itoa(p.skip+p.top))
+	u.RawQuery = q.Encode()
+	link := u.String()
+	return &link
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	p, e := parsePage(r.URL.Query())
+	if e != nil {
+		return e
+	}
+	ctx := r.Context()
+	if _, err := s.store.GetCollection(ctx, ref); err != nil {
+		return storeError(err, collectionWhat(ref))
+	}
+	jobs, err := s.store.ListJobs(ctx, ref)
+	if err != nil {
+		return storeError(err, "the jobs of "+collectionWhat(ref))
+	}
+	if p.state != "" {
+		kept := jobs[:0]
+		for _, j := range jobs {
+			if j.Properties.State == p.state {
+				kept = append(kept, j)
+			}
+		}
+		jobs = kept
+	}
+	total := len(jobs)
+	jobs = jobs[min(p.skip, total):]
+	if p.hasTop {
+		jobs = jobs[:min(p.top, len(jobs))]
+	}
+	out := contracts.JobListResult{Value: make([]contracts.JobDefinition, len(jobs)), NextLink: nextLink(r, p, total)}
+	for i, j := range jobs {
+		out.Value[i] = s.renderJob(ctx, j)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,271 @@
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner/store"
+)
+
+// Scheduling is what the API needs of the planner's timer: the next
+// execution of a job for its status, and running a job now.
+type Scheduling interface {
+	// NextExecution returns when the job runs next, false when it is not
+	// scheduled (yet).
+	NextExecution(ctx context.Context, ref contracts.JobRef) (time.Time, bool, error)
+	// RunNow schedules one execution of the job's action now, outside its
+	// schedule.
+	RunNow(ctx context.Context, job store.Job) error
+}
+
+// Config configures the API.
+type Config struct {
+	// Tokens are the bearer tokens accepted in the Authorization header.
+	// Empty means no authentication, which the binary allows only when the
+	// API listens on loopback. Defaults to none.
+	Tokens []string
+	// Now returns the current time. Defaults to time.Now.
+	Now func() time.Time
+	// Logger receives one line per failed request. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Server serves the REST API.
+type Server struct {
+	store *store.Store
+	sched Scheduling
+	cfg   Config
+}
+
+// New returns the API over st, asking sched for timing.
+func New(st *store.Store, sched Scheduling, cfg Config) *Server {
+	return &Server{store: st, sched: sched, cfg: cfg.withDefaults()}
+}
+
+// supportedAPIVersions are accepted in api-version; absent is accepted too.
+var supportedAPIVersions = map[string]bool{"2016-03-01": true, "2016-01-01": true, "2014-08-01-preview": true}
+
+// maxBodyBytes bounds a request body; a job itself is limited to 16 KB by
+// validation, which names the limit.
+const maxBodyBytes = 1 << 20
+
+// ServeHTTP adds the request id, checks the token and api-version, routes
+// the request, and turns a panic into a 500 with an ARM body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newRequestID()
+	w.Header().Set("x-ms-request-id", id)
+	w.Header().Set("x-ms-correlation-request-id", cmp.Or(r.Header.Get("x-ms-correlation-request-id"), id))
+	if cid := r.Header.Get("x-ms-client-request-id"); cid != "" {
+		w.Header().Set("x-ms-client-request-id", cid)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.cfg.Logger.Error("panic serving request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("request_id", id), slog.Any("panic", p))
+			writeError(w, newError(http.StatusInternalServerError, codeInternal, "internal error; quote request id "+id))
+		}
+	}()
+	if e := s.authenticate(r); e != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
+		writeError(w, e)
+		return
+	}
+	if v := r.URL.Query().Get("api-version"); v != "" && !supportedAPIVersions[v] {
+		writeError(w, newError(http.StatusBadRequest, codeInvalidAPIVersion,
+			fmt.Sprintf("api-version %q is not supported; use 2016-03-01", v)))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if e := s.route(w, r); e != nil {
+		if e.status >= 500 {
+			s.cfg.Logger.Error("request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("request_id", id), slog.String("error", e.body.Message))
+		}
+		writeError(w, e)
+	}
+}
+
+func (s *Server) authenticate(r *http.Request) *apiError {
+	if len(s.cfg.Tokens) == 0 {
+		return nil
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		for _, t := range s.cfg.Tokens {
+			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(t)) == 1 {
+				return nil
+			}
+		}
+	}
+	return newError(http.StatusUnauthorized, codeAuthFailed, "a valid bearer token is required in the Authorization header")
+}
+
+// route matches the ARM path. Literal segments match case-insensitively, as
+// ARM's do; names are path-unescaped.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
+	seg, err := segments(r.URL)
+	if err != nil {
+		return newError(http.StatusBadRequest, codeBadRequest, err.Error())
+	}
+	lit := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	notFound := newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
+	if !lit(0, "subscriptions") || len(seg) < 2 {
+		return notFound
+	}
+	sub := seg[1]
+	// /subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections
+	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "jobCollections") {
+		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, sub, "") })
+	}
+	if len(seg) < 7 || !lit(2, "resourceGroups") || !lit(4, "providers") || !lit(5, "Microsoft.Scheduler") || !lit(6, "jobCollections") {
+		return notFound
+	}
+	rg := seg[3]
+	if len(seg) == 7 {
+		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, sub, rg) })
+	}
+	coll := contracts.CollectionRef{Subscription: sub, ResourceGroup: rg, Collection: seg[7]}
+	switch {
+	case len(seg) == 8:
+		switch r.Method {
+		case http.MethodGet:
+			return s.getCollection(w, r, coll)
+		case http.MethodPut:
+			return s.putCollection(w, r, coll)
+		case http.MethodPatch:
+			return s.patchCollection(w, r, coll)
+		case http.MethodDelete:
+			return s.deleteCollection(w, r, coll)
+		}
+		return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+	case len(seg) == 9 && (lit(8, "enable") || lit(8, "disable")):
+		return s.only(r, http.MethodPost, func() *apiError { return s.setCollectionEnabled(w, r, coll, lit(8, "enable")) })
+	case len(seg) == 9 && lit(8, "jobs"):
+		return s.only(r, http.MethodGet, func() *apiError { return s.listJobs(w, r, coll) })
+	case len(seg) == 10 && lit(8, "jobs"):
+		job := coll.Job(seg[9])
+		switch r.Method {
+		case http.MethodGet:
+			return s.getJob(w, r, job)
+		case http.MethodPut:
+			return s.putJob(w, r, job)
+		case http.MethodPatch:
+			return s.patchJob(w, r, job)
+		case http.MethodDelete:
+			return s.deleteJob(w, r, job)
+		}
+		return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
+		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, coll.Job(seg[9])) })
+	}
+	return notFound
+}
+
+func (s *Server) only(r *http.Request, method string, handle func() *apiError) *apiError {
+	if r.Method != method {
+		return methodNotAllowed(r, method)
+	}
+	return handle()
+}
+
+func methodNotAllowed(r *http.Request, allowed string) *apiError {
+	return newError(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		fmt.Sprintf("%s is not allowed here; use %s", r.Method, allowed))
+}
+
+// segments splits the escaped path into unescaped segments.
+func segments(u *url.URL) ([]string, error) {
+	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, p := range parts {
+		v, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, fmt.Errorf("the path segment %q is not valid: %v", p, err)
+		}
+		parts[i] = v
+	}
+	return parts, nil
+}
+
+// newRequestID returns a random UUID (version 4).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// storeError maps the store's errors to API errors; what names the resource.
+func storeError(err error, what string) *apiError {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return newError(http.StatusNotFound, codeNotFound, what+" was not found")
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExists):
+		return newError(http.StatusConflict, codeConflict, what+" was changed by another request at the same time; retry")
+	case errors.Is(err, store.ErrQuotaExceeded):
+		return newError(http.StatusConflict, codeQuotaExceeded, what+" cannot be created: the job collection holds its maximum number of jobs (quota.maxJobCount)")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "the job store did not answer in time; retry")
+	}
+	return newError(http.StatusInternalServerError, codeInternal, "the job store failed: "+err.Error())
+}
+
+// Apply serves one request from inside the process (the NATS intake) as if
+// it had come over HTTP, without the bearer token check, and returns the
+// status and body the API would have sent.
+func (s *Server) Apply(ctx context.Context, method, path string, body []byte) (int, []byte) {
+	req, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
+	if err != nil {
+		e := newError(http.StatusBadRequest, codeBadRequest, err.Error())
+		data, _ := json.Marshal(armError{Error: e.body})
+		return e.status, data
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	internal := *s
+	internal.cfg.Tokens = nil
+	internal.ServeHTTP(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// recorder is the http.ResponseWriter of Apply.
+type recorder struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = status, true
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(p)
+}

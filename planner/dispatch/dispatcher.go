@@ -1,0 +1,618 @@
+// Package dispatch turns due occurrences into execution messages: it keeps
+// the Redis timer in step with the job store, claims what is due, publishes
+// each execution on JetStream exactly once (Nats-Msg-Id = the occurrence id)
+// and only then commits the next occurrence.
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/store"
+	"github.com/jobscheduler/scheduler/planner/timer"
+)
+
+// Slots of a job's timer entries.
+const (
+	scheduleSlot = ""    // the job's next occurrence
+	runSlot      = "run" // a run requested outside the schedule
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Lease is how long a claimed occurrence stays with the planner that
+	// claimed it before another may take it over. Defaults to 30s.
+	Lease time.Duration
+	// Batch is the most occurrences claimed and published in one round.
+	// Defaults to 1000.
+	Batch int
+	// MaxIdle is the longest the dispatcher waits between looks at the timer
+	// when it knows of nothing due sooner (another planner may have added
+	// something). Defaults to 1s.
+	MaxIdle time.Duration
+	// ActionTimeout is the deadline of one attempt, sent with each execution.
+	// Defaults to 60s.
+	ActionTimeout time.Duration
+	// MissedGrace is how late a first occurrence may be and still run when
+	// the planner picks a job up (a job created while no planner ran); later
+	// than that, it is skipped like any missed instant. Defaults to 1m.
+	MissedGrace time.Duration
+	// Settle delays the immediate first run of a job that was just written,
+	// and its first occurrence is confirmed in the store before it is
+	// published, so that a job the store takes back (refused by the quota
+	// check a moment after it became visible) never fires. Defaults to 250ms.
+	Settle time.Duration
+	// Replicas of the EXEC stream. Defaults to 1.
+	Replicas int
+	// Sealer seals the secrets of the actions in execution messages.
+	// Required.
+	Sealer *seal.Sealer
+	// Now returns the current time. Defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.Batch = cmp.Or(c.Batch, 1000)
+	c.MaxIdle = cmp.Or(c.MaxIdle, time.Second)
+	c.ActionTimeout = cmp.Or(c.ActionTimeout, 60*time.Second)
+	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
+	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Sealer == nil {
+		return errors.New("dispatch: Config.Sealer is required")
+	}
+	if c.Lease < time.Second {
+		return fmt.Errorf("dispatch: Config.Lease %s is shorter than a second", c.Lease)
+	}
+	return nil
+}
+
+// DuplicateWindow is the EXEC stream's duplicate window for a lease: longer
+// than the lease, so a planner that takes over an expired claim and
+// publishes the same occurrence again is dropped as a duplicate.
+func DuplicateWindow(lease time.Duration) time.Duration { return max(2*time.Minute, 4*lease) }
+
+// Dispatcher is the planner's timer loop. Any number of dispatchers, in any
+// number of processes, can share one store and one timer.
+type Dispatcher struct {
+	js    jetstream.JetStream
+	store *store.Store
+	ix    *timer.Index
+	cfg   Config
+
+	mu   sync.RWMutex
+	jobs map[string]*cached // by KV key, which is also the timer's job key
+
+	collMu      sync.Mutex
+	collections map[string]collState
+
+	kick  chan struct{}
+	ready atomic.Bool
+	// beforeCommit, when set (by tests), runs after an execution's PubAck
+	// and before its commit; false abandons the commit, as a planner that
+	// dies at that moment would.
+	beforeCommit func(timer.Claim) bool
+	cancel       context.CancelFunc
+	done         sync.WaitGroup
+	stopped      atomic.Bool
+}
+
+type cached struct {
+	job   store.Job
+	sched *planner.Schedule
+}
+
+type collState struct {
+	firing bool
+	at     time.Time
+}
+
+// New returns a dispatcher; Start runs it.
+func New(js jetstream.JetStream, st *store.Store, ix *timer.Index, cfg Config) (*Dispatcher, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{
+		js: js, store: st, ix: ix, cfg: cfg,
+		jobs: map[string]*cached{}, collections: map[string]collState{},
+		kick: make(chan struct{}, 1),
+	}, nil
+}
+
+// EnsureStream creates or updates the EXEC stream: a work queue whose
+// duplicate window is longer than the lease.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, lease time.Duration, replicas int) error {
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       contracts.ExecStream,
+		Subjects:   []string{contracts.ExecSubjectPrefix + ">"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   max(replicas, 1),
+		Duplicates: DuplicateWindow(lease),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the %s stream: %w", contracts.ExecStream, err)
+	}
+	return nil
+}
+
+// Start creates the EXEC stream and starts following the store, dispatching
+// and reclaiming expired leases. It returns once the loops run.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	if err := EnsureStream(ctx, d.js, d.cfg.Lease, d.cfg.Replicas); err != nil {
+		return err
+	}
+	changes, initial, err := d.store.WatchJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("watching the job store: %w", err)
+	}
+	ctx, d.cancel = context.WithCancel(ctx)
+	d.done.Add(3)
+	go func() { defer d.done.Done(); d.follow(ctx, changes, initial) }()
+	go func() { defer d.done.Done(); d.dispatchLoop(ctx) }()
+	go func() { defer d.done.Done(); d.maintain(ctx) }()
+	return nil
+}
+
+// Stop stops the loops and waits for them. An occurrence being published is
+// finished or left claimed, to be taken over when its lease expires.
+// Stop is idempotent.
+func (d *Dispatcher) Stop() {
+	if d.stopped.Swap(true) || d.cancel == nil {
+		return
+	}
+	d.cancel()
+	d.done.Wait()
+}
+
+// Ready reports whether the dispatcher has scheduled every job of the store.
+func (d *Dispatcher) Ready() bool { return d.ready.Load() }
+
+// NextExecution returns the job's next scheduled occurrence from the timer.
+func (d *Dispatcher) NextExecution(ctx context.Context, ref contracts.JobRef) (time.Time, bool, error) {
+	e, ok, err := d.ix.Get(ctx, ref.KVKey(), scheduleSlot)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return e.Expected, true, nil
+}
+
+// RunNow schedules one execution of the job's main action now.
+func (d *Dispatcher) RunNow(ctx context.Context, j store.Job) error {
+	now := d.cfg.Now().UTC().Truncate(time.Millisecond)
+	err := d.ix.Schedule(ctx, timer.Entry{
+		JobKey: j.Ref.KVKey(), Slot: runSlot, Due: now, Expected: now,
+		Action: contracts.MainAction, Remaining: 0, Revision: j.Revision,
+	})
+	d.wake()
+	return err
+}
+
+func (d *Dispatcher) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// follow keeps the timer in step with the store.
+func (d *Dispatcher) follow(ctx context.Context, changes <-chan store.Change, initial <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-initial:
+			initial = nil
+			if err := d.ix.MarkBuilt(ctx); err != nil {
+				d.cfg.Logger.Warn("marking the timer built", slog.String("error", err.Error()))
+			}
+			d.ready.Store(true)
+			d.wake()
+		case c, ok := <-changes:
+			if !ok {
+				return
+			}
+			if err := d.apply(ctx, c); err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Error("scheduling a job", slog.String("key", c.Key), slog.String("error", err.Error()))
+			}
+		}
+	}
+}
+
+// apply schedules, reschedules or unschedules the job of one store change.
+func (d *Dispatcher) apply(ctx context.Context, c store.Change) error {
+	if c.Deleted || c.Job == nil {
+		d.mu.Lock()
+		delete(d.jobs, c.Key)
+		d.mu.Unlock()
+		return d.ix.RemoveJob(ctx, c.Key)
+	}
+	j := *c.Job
+	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	if err != nil {
+		return fmt.Errorf("compiling the schedule: %w", err)
+	}
+	key := j.Ref.KVKey()
+	d.mu.Lock()
+	prev := d.jobs[key]
+	d.jobs[key] = &cached{job: j, sched: sched}
+	d.mu.Unlock()
+	return d.schedule(ctx, j, sched, prev)
+}
+
+// schedule puts the job's next occurrence in the timer. prev is the version
+// of the job seen before, if any.
+func (d *Dispatcher) schedule(ctx context.Context, j store.Job, sched *planner.Schedule, prev *cached) error {
+	key := j.Ref.KVKey()
+	if j.Properties.State != contracts.JobStateEnabled {
+		return d.ix.Remove(ctx, key, scheduleSlot)
+	}
+	existing, found, err := d.ix.Get(ctx, key, scheduleSlot)
+	if err != nil {
+		return err
+	}
+	if found && existing.Revision == j.Revision {
+		return nil // already scheduled from this version (another planner, or a replay)
+	}
+	if found && prev != nil && prev.job.Anchored.Equal(j.Anchored) {
+		// The schedule is unchanged (only the action or a detail changed):
+		// keep the pending occurrence and its numbering.
+		existing.Revision = j.Revision
+		return d.ix.Schedule(ctx, existing)
+	}
+	now := d.cfg.Now()
+	entry, ok := firstEntry(j, sched, now, d.cfg.MissedGrace)
+	if !ok {
+		return d.ix.Remove(ctx, key, scheduleSlot)
+	}
+	if settled := j.Updated.Add(d.cfg.Settle); entry.Due.Before(settled) {
+		entry.Due = settled
+	}
+	if err := d.ix.Schedule(ctx, entry); err != nil {
+		return err
+	}
+	d.wake()
+	return nil
+}
+
+// firstEntry is the first occurrence of a job being (re)scheduled: its first
+// instant when that is recent, else the next instant from now (missed
+// instants are skipped, not caught up).
+func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.Duration) (timer.Entry, bool) {
+	at, ok := sched.First()
+	if ok && at.Before(now.Add(-grace)) {
+		at, ok = sched.Next(now.Add(-time.Second))
+	}
+	if !ok {
+		return timer.Entry{}, false
+	}
+	remaining := int64(-1)
+	if c := sched.Count(); c > 0 {
+		remaining = int64(c) - 1
+	}
+	return timer.Entry{
+		JobKey: j.Ref.KVKey(), Slot: scheduleSlot, Due: at, Expected: at,
+		Occurrence: 1, Action: contracts.MainAction, Remaining: remaining, Revision: j.Revision,
+	}, true
+}
+
+// nextEntry is the occurrence after a dispatched one, or nil when the job
+// has ended (count reached, endTime passed) or it was a run outside the
+// schedule. A late occurrence ran once; the next is no earlier than now.
+func nextEntry(c timer.Claim, sched *planner.Schedule, now time.Time) *timer.Entry {
+	if c.Slot != scheduleSlot || c.Remaining == 0 || sched == nil {
+		return nil
+	}
+	from := c.Expected
+	if late := now.Add(-time.Second); from.Before(late) {
+		from = late
+	}
+	at, ok := sched.Next(from)
+	if !ok {
+		return nil
+	}
+	remaining := c.Remaining
+	if remaining > 0 {
+		remaining--
+	}
+	return &timer.Entry{
+		JobKey: c.JobKey, Slot: scheduleSlot, Due: at, Expected: at,
+		Occurrence: c.Occurrence + 1, Action: contracts.MainAction, Remaining: remaining, Revision: c.Revision,
+	}
+}
+
+// dispatchLoop claims and publishes due occurrences, then sleeps until the
+// earliest due time, a wake-up, or MaxIdle.
+func (d *Dispatcher) dispatchLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := d.dispatchRound(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Error("dispatching", slog.String("error", err.Error()))
+		}
+		if n >= d.cfg.Batch {
+			continue // more may be due
+		}
+		d.sleep(ctx, err != nil)
+	}
+}
+
+func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
+	wait := d.cfg.MaxIdle
+	if !failed {
+		if at, ok, err := d.ix.Earliest(ctx); err == nil && ok {
+			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
+		}
+	}
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-d.kick:
+	case <-t.C:
+	}
+}
+
+// dispatchRound claims up to Batch due occurrences and dispatches them. It
+// returns how many it claimed.
+func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
+	now := d.cfg.Now()
+	claims, err := d.ix.Claim(ctx, now, d.cfg.Lease, d.cfg.Batch)
+	if err != nil || len(claims) == 0 {
+		return 0, err
+	}
+	type pending struct {
+		claim timer.Claim
+		ack   jetstream.PubAckFuture
+		next  *timer.Entry
+	}
+	var (
+		inFlight []pending
+		errs     []error
+	)
+	for _, c := range claims {
+		job, err := d.job(ctx, c.JobKey)
+		if err != nil {
+			errs = append(errs, err, d.ix.Release(ctx, c))
+			continue
+		}
+		var sched *planner.Schedule
+		if job != nil {
+			sched = job.sched
+		}
+		next := nextEntry(c, sched, now)
+		if job != nil && c.Occurrence == 1 && c.Attempt == 0 && c.Slot == scheduleSlot {
+			if job, err = d.confirm(ctx, c.JobKey); err != nil {
+				errs = append(errs, err, d.ix.Release(ctx, c))
+				continue
+			}
+		}
+		if job == nil || !d.fires(ctx, job.job) {
+			// Deleted, disabled or in a collection that does not fire: the
+			// occurrence is skipped, the schedule goes on.
+			errs = append(errs, d.ix.Commit(ctx, c, next))
+			continue
+		}
+		msg, err := d.execution(c, job.job, now)
+		if err != nil {
+			d.cfg.Logger.Error("building an execution", slog.String("job", c.JobKey), slog.String("error", err.Error()))
+			errs = append(errs, d.ix.Commit(ctx, c, next))
+			continue
+		}
+		ack, err := d.js.PublishMsgAsync(msg, jetstream.WithMsgID(msg.Header.Get(jetstream.MsgIDHeader)))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("publishing %s: %w", c.JobKey, err), d.ix.Release(ctx, c))
+			continue
+		}
+		inFlight = append(inFlight, pending{claim: c, ack: ack, next: next})
+	}
+	for _, p := range inFlight {
+		select {
+		case <-p.ack.Ok():
+			if d.beforeCommit != nil && !d.beforeCommit(p.claim) {
+				continue
+			}
+			errs = append(errs, d.ix.Commit(ctx, p.claim, p.next))
+		case err := <-p.ack.Err():
+			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
+		case <-ctx.Done():
+			// Left claimed: its lease expires and another planner (or this
+			// one, restarted) publishes it again, deduplicated by its id.
+			return len(claims), ctx.Err()
+		}
+	}
+	return len(claims), errors.Join(errs...)
+}
+
+// job returns the job of a timer entry: from the cache this dispatcher
+// keeps by following the store, or from the store when the change that
+// created the job has not reached this dispatcher yet. It returns nil for a
+// job that no longer exists.
+func (d *Dispatcher) job(ctx context.Context, key string) (*cached, error) {
+	d.mu.RLock()
+	c := d.jobs[key]
+	d.mu.RUnlock()
+	if c != nil {
+		return c, nil
+	}
+	j, err := d.store.GetJobByKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading job %s: %w", key, err)
+	}
+	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the schedule of %s: %w", key, err)
+	}
+	return &cached{job: j, sched: sched}, nil
+}
+
+// confirm reads a job from the store, bypassing the cache: nil when it is
+// gone.
+func (d *Dispatcher) confirm(ctx context.Context, key string) (*cached, error) {
+	d.mu.RLock()
+	c := d.jobs[key]
+	d.mu.RUnlock()
+	j, err := d.store.GetJobByKey(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("confirming job %s: %w", key, err)
+	case c != nil && c.job.Revision == j.Revision:
+		return c, nil
+	}
+	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the schedule of %s: %w", key, err)
+	}
+	return &cached{job: j, sched: sched}, nil
+}
+
+// fires reports whether the job may run now: it is enabled and its
+// collection is enabled (nothing in a disabled or suspended collection
+// fires). Collection states are looked up at most once a second.
+func (d *Dispatcher) fires(ctx context.Context, j store.Job) bool {
+	if j.Properties.State != contracts.JobStateEnabled {
+		return false
+	}
+	ref := j.Ref.CollectionRef()
+	key := ref.KVKey()
+	now := d.cfg.Now()
+	d.collMu.Lock()
+	st, ok := d.collections[key]
+	d.collMu.Unlock()
+	if ok && now.Sub(st.at) < time.Second {
+		return st.firing
+	}
+	c, err := d.store.GetCollection(ctx, ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		st = collState{firing: false, at: now}
+	case err != nil:
+		return !ok || st.firing // keep the last known state through a blip
+	default:
+		st = collState{firing: c.Properties.State == "" || c.Properties.State == contracts.JobCollectionStateEnabled, at: now}
+	}
+	d.collMu.Lock()
+	d.collections[key] = st
+	d.collMu.Unlock()
+	return st.firing
+}
+
+// execution builds the message for a claimed occurrence.
+func (d *Dispatcher) execution(c timer.Claim, j store.Job, now time.Time) (*nats.Msg, error) {
+	action := j.Properties.Action
+	if c.Action == contracts.ErrorAction {
+		action = action.ErrorAction
+	}
+	if action == nil {
+		return nil, fmt.Errorf("the job has no %s", c.Action)
+	}
+	id := contracts.OccurrenceID(j.Ref, c.Expected, c.Action, c.Attempt)
+	sealed, err := json.Marshal(d.cfg.Sealer.SealAction(action, id))
+	if err != nil {
+		return nil, err
+	}
+	exec := contracts.Execution{
+		Version: contracts.MessageVersion, OccurrenceID: id,
+		OccurrenceKey: contracts.OccurrenceKey(j.Ref, c.Expected, c.Action, c.Attempt),
+		Job:           j.Ref, ActionName: c.Action, Occurrence: c.Occurrence, Attempt: c.Attempt,
+		ExpectedTime: c.Expected.UTC(), DispatchedAt: now.UTC(), Action: sealed,
+		Timeout: contracts.MillisOf(d.cfg.ActionTimeout),
+	}
+	if c.Slot == runSlot {
+		// A run outside the schedule gets its own id: it may share its
+		// instant with a scheduled occurrence.
+		exec.OccurrenceKey += "/run"
+		exec.OccurrenceID = contracts.OccurrenceID(j.Ref, c.Expected, contracts.ActionName(string(c.Action)+"/run"), c.Attempt)
+	}
+	data, err := json.Marshal(exec)
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(contracts.ExecSubjectPrefix + j.Ref.Tokens())
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, exec.OccurrenceID)
+	return msg, nil
+}
+
+// maintain reclaims expired leases and rebuilds the timer when Redis lost
+// its state.
+func (d *Dispatcher) maintain(ctx context.Context) {
+	t := time.NewTicker(max(d.cfg.Lease/4, 250*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := d.ix.Reclaim(ctx, d.cfg.Now()); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("reclaiming expired leases", slog.String("error", err.Error()))
+		} else if n > 0 {
+			d.wake()
+		}
+		if err := d.rebuildIfLost(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Error("rebuilding the timer", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// rebuildIfLost puts every enabled job back at its next occurrence from now
+// when the timer's marker is gone (Redis was flushed or replaced).
+func (d *Dispatcher) rebuildIfLost(ctx context.Context) error {
+	if !d.ready.Load() {
+		return nil // the initial watch is still scheduling every job
+	}
+	built, err := d.ix.Built(ctx)
+	if err != nil || built {
+		return err
+	}
+	d.cfg.Logger.Warn("the timer's state is gone; rebuilding it from the job store")
+	d.mu.RLock()
+	jobs := make([]*cached, 0, len(d.jobs))
+	for _, c := range d.jobs {
+		jobs = append(jobs, c)
+	}
+	d.mu.RUnlock()
+	var errs []error
+	for _, c := range jobs {
+		errs = append(errs, d.schedule(ctx, c.job, c.sched, nil))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return d.ix.MarkBuilt(ctx)
+}

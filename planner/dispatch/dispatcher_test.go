@@ -1,0 +1,367 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/store"
+	"github.com/jobscheduler/scheduler/planner/timer"
+)
+
+// fakeClock is the injected time of every planner in a test.
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *fakeClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type env struct {
+	ns     *server.Server
+	js     jetstream.JetStream
+	store  *store.Store
+	rdb    redis.UniversalClient
+	prefix string
+	clock  *fakeClock
+	sealer *seal.Sealer
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	e := &env{ns: testkit.NATS(t), clock: &fakeClock{}}
+	e.clock.Set(t0)
+	_, e.js = testkit.JetStream(t, e.ns)
+	e.rdb, e.prefix, _ = testkit.Redis(t)
+	var err error
+	if e.sealer, err = seal.New(bytes.Repeat([]byte{3}, 32)); err != nil {
+		t.Fatal(err)
+	}
+	e.store = e.openStore(t, e.js)
+	if _, err := e.store.PutCollection(context.Background(), store.Collection{Ref: collection}, 0); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+var collection = contracts.CollectionRef{Subscription: "sub", ResourceGroup: "rg", Collection: "jc"}
+
+func (e *env) openStore(t *testing.T, js jetstream.JetStream) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), js, store.Config{Sealer: e.sealer, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// planner starts a dispatcher with its own NATS connection, store and timer
+// client, as a separate planner process would have.
+func (e *env) planner(t *testing.T, tweak func(*Config)) *Dispatcher {
+	t.Helper()
+	_, js := testkit.JetStream(t, e.ns)
+	ix, err := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Lease: 30 * time.Second, Batch: 200, MaxIdle: 5 * time.Millisecond, Settle: time.Millisecond,
+		Sealer: e.sealer, Now: e.clock.Now}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	d, err := New(js, e.openStore(t, js), ix, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	testkit.Eventually(t, 10*time.Second, d.Ready, "the dispatcher did not become ready")
+	return d
+}
+
+// addJob stores a job from its JSON definition, created at the fake now.
+func (e *env) addJob(t *testing.T, name, definition string) store.Job {
+	t.Helper()
+	props, errs := planner.ParseJob([]byte(definition), e.clock.Now())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if props.State == "" {
+		props.State = contracts.JobStateEnabled
+	}
+	now := e.clock.Now()
+	j, err := e.store.CreateJob(context.Background(), store.Job{Ref: collection.Job(name), Properties: props,
+		Created: now, Anchored: now, Updated: now}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func minuteJob(start time.Time, count int) string {
+	countField := ""
+	if count > 0 {
+		countField = fmt.Sprintf(`, "count": %d`, count)
+	}
+	return fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": "https://example.com/hook", "method": "POST"}},
+		"recurrence": {"frequency": "Minute"%s}}`, start.Format(time.RFC3339), countField)
+}
+
+// executions returns every message on the EXEC stream, read by sequence
+// (a work queue allows no second consumer).
+func (e *env) executions(t *testing.T) []contracts.Execution {
+	t.Helper()
+	ctx := context.Background()
+	stream, err := e.js.Stream(ctx, contracts.ExecStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]contracts.Execution, 0, info.State.Msgs)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x contracts.Execution
+		if err := json.Unmarshal(m.Data, &x); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != x.OccurrenceID {
+			t.Fatalf("Nats-Msg-Id %q, occurrence id %q", got, x.OccurrenceID)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func (e *env) count(t *testing.T) int {
+	t.Helper()
+	stream, err := e.js.Stream(context.Background(), contracts.ExecStream)
+	if err != nil {
+		return 0
+	}
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(info.State.Msgs)
+}
+
+func (e *env) waitCount(t *testing.T, want int) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, func() bool { return e.count(t) >= want }, "%d executions, want %d", e.count(t), want)
+	if got := e.count(t); got != want {
+		t.Fatalf("%d executions, want %d", got, want)
+	}
+}
+
+// checkOnce fails unless every occurrence of every job was published exactly
+// once, numbered 1…perJob.
+func checkOnce(t *testing.T, execs []contracts.Execution, jobs, perJob int) {
+	t.Helper()
+	ids := map[string]bool{}
+	seen := map[string]map[int64]bool{}
+	for _, x := range execs {
+		if ids[x.OccurrenceID] {
+			t.Fatalf("occurrence %s published twice", x.OccurrenceKey)
+		}
+		ids[x.OccurrenceID] = true
+		if seen[x.Job.Job] == nil {
+			seen[x.Job.Job] = map[int64]bool{}
+		}
+		seen[x.Job.Job][x.Occurrence] = true
+	}
+	if len(seen) != jobs {
+		t.Fatalf("%d jobs fired, want %d", len(seen), jobs)
+	}
+	for job, occ := range seen {
+		for n := int64(1); n <= int64(perJob); n++ {
+			if !occ[n] {
+				t.Fatalf("job %s: occurrence %d missing", job, n)
+			}
+		}
+	}
+}
+
+func TestTwoPlannersDispatchEveryOccurrenceOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const jobs, perJob = 100, 100 // 10,000 occurrences
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.addJob(t, fmt.Sprintf("job-%03d", i), minuteJob(t0.Add(time.Minute), perJob))
+		}()
+	}
+	wg.Wait()
+	a := e.planner(t, nil)
+	b := e.planner(t, nil)
+	for m := 1; m <= perJob; m++ {
+		e.clock.Set(t0.Add(time.Duration(m) * time.Minute))
+		a.wake()
+		b.wake()
+		e.waitCount(t, m*jobs)
+	}
+	checkOnce(t, e.executions(t), jobs, perJob)
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	if n, err := ix.Len(context.Background()); err != nil || n != 0 {
+		t.Fatalf("%d entries left after every job's count was reached (%v)", n, err)
+	}
+}
+
+func TestPlannerDyingBetweenPublishAndCommitCausesNoDuplicate(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.addJob(t, "j", minuteJob(t0.Add(time.Minute), 3))
+	var abandoned atomic.Bool
+	a := e.planner(t, func(c *Config) {
+		c.Lease = 2 * time.Second
+	})
+	a.beforeCommit = func(timer.Claim) bool {
+		abandoned.Store(true)
+		return false // never commit: a is about to die
+	}
+	e.clock.Set(t0.Add(time.Minute))
+	a.wake()
+	e.waitCount(t, 1)
+	testkit.Eventually(t, 10*time.Second, abandoned.Load, "the commit was not reached")
+	a.Stop() // dies with occurrence 1 published but not committed
+
+	b := e.planner(t, func(c *Config) { c.Lease = 2 * time.Second })
+	e.clock.Advance(3 * time.Second) // the lease expires: b takes the occurrence over
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		entry, ok, _ := ix.Get(context.Background(), collection.Job("j").KVKey(), "")
+		return ok && entry.Occurrence == 2
+	}, "the taken-over occurrence was not committed")
+	if n := e.count(t); n != 1 {
+		t.Fatalf("%d executions after the take-over, want 1 (the republish must be dropped as a duplicate)", n)
+	}
+	for m := 2; m <= 3; m++ {
+		e.clock.Set(t0.Add(time.Duration(m) * time.Minute))
+		b.wake()
+		e.waitCount(t, m)
+	}
+	checkOnce(t, e.executions(t), 1, 3)
+}
+
+func TestRedisFlushedWhileRunningLosesNoJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const jobs = 5
+	for i := range jobs {
+		e.addJob(t, fmt.Sprintf("j%d", i), minuteJob(t0.Add(time.Minute), 0))
+	}
+	d := e.planner(t, func(c *Config) { c.Lease = time.Second })
+	e.clock.Set(t0.Add(time.Minute))
+	d.wake()
+	e.waitCount(t, jobs)
+
+	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		n, _ := ix.Len(context.Background())
+		return n == jobs
+	}, "the timer was not rebuilt")
+	e.clock.Set(t0.Add(2 * time.Minute))
+	d.wake()
+	e.waitCount(t, 2*jobs)
+	checkOnce(t, e.executions(t), jobs, 2)
+}
+
+func TestDispatcherFollowsTheStore(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	d := e.planner(t, nil)
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	pending := func(name string) (timer.Entry, bool) {
+		entry, ok, _ := ix.Get(ctx, collection.Job(name).KVKey(), "")
+		return entry, ok
+	}
+
+	t.Run("a new job without a start time runs at once", func(t *testing.T) {
+		e.addJob(t, "now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`)
+		e.clock.Advance(time.Second) // past the settle delay
+		d.wake()
+		e.waitCount(t, 1)
+		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("now"); return !ok }, "a one-time job stays scheduled")
+	})
+	t.Run("a disabled job is unscheduled and a re-enabled one resumes from now", func(t *testing.T) {
+		j := e.addJob(t, "daily", minuteJob(t0.Add(time.Hour), 0))
+		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("daily"); return ok }, "not scheduled")
+		j.Properties.State = contracts.JobStateDisabled
+		j, err := e.store.UpdateJob(ctx, j, j.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("daily"); return !ok }, "still scheduled when disabled")
+		e.clock.Set(t0.Add(3*time.Hour + 30*time.Second))
+		j.Properties.State = contracts.JobStateEnabled
+		j.Anchored = e.clock.Now()
+		if _, err := e.store.UpdateJob(ctx, j, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		want := t0.Add(3*time.Hour + time.Minute) // missed instants are skipped
+		testkit.Eventually(t, 5*time.Second, func() bool { p, ok := pending("daily"); return ok && p.Expected.Equal(want) },
+			"not resumed at %s", want)
+	})
+	t.Run("a run outside the schedule is published at once", func(t *testing.T) {
+		before := e.count(t)
+		j, err := e.store.GetJob(ctx, collection.Job("daily"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.RunNow(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCount(t, before+1)
+	})
+	t.Run("nothing fires in a suspended collection", func(t *testing.T) {
+		c, err := e.store.GetCollection(ctx, collection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Properties.State = contracts.JobCollectionStateSuspended
+		if _, err := e.store.PutCollection(ctx, c, c.Revision); err != nil {
+			t.Fatal(err)
+		}
+		before := e.count(t)
+		p, _ := pending("daily")
+		e.clock.Set(p.Expected.Add(2 * time.Second)) // past the lookup cache
+		d.wake()
+		testkit.Eventually(t, 5*time.Second, func() bool { q, ok := pending("daily"); return ok && q.Occurrence > p.Occurrence },
+			"the suspended occurrence was not skipped")
+		if n := e.count(t); n != before {
+			t.Fatalf("%d executions in a suspended collection", n-before)
+		}
+	})
+	t.Run("a deleted job is unscheduled", func(t *testing.T) {
+		if err := e.store.DeleteJob(ctx, collection.Job("daily")); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("daily"); return !ok }, "still scheduled after delete")
+	})
+}

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/contracts"
+)
+
+// Job is a job as stored.
+type Job struct {
+	// Ref names the job as the user gave it.
+	Ref contracts.JobRef
+	// Properties hold the job's secrets in clear in memory; they are sealed
+	// at rest with the job's KV key as additional data.
+	Properties contracts.JobProperties
+	// Created is when the job was created: the anchor of a job without a
+	// startTime. CreateJob stamps it when zero.
+	Created time.Time
+	// Anchored is when the job's schedule was last anchored: its creation, a
+	// re-enable, or a change of schedule. CreateJob sets it to Created when
+	// zero.
+	Anchored time.Time
+	// Ended is when the job became Completed or Faulted, nil before.
+	Ended *time.Time
+	// Updated is stamped on every write.
+	Updated time.Time
+	// Revision is the KV revision, set when read or written.
+	Revision uint64
+}
+
+// jobRecord is a job's JSON at rest.
+type jobRecord struct {
+	Ref contracts.JobRef `json:"ref"`
+	// Properties have their actions sealed.
+	Properties contracts.JobProperties `json:"properties"`
+	Created    time.Time               `json:"created"`
+	Anchored   time.Time               `json:"anchored"`
+	Ended      *time.Time              `json:"ended,omitempty"`
+	Updated    time.Time               `json:"updated"`
+	// CreateRevision is the KV revision of the job's first write; it is 0 in
+	// that write itself, whose revision is not known before it is made.
+	// CreateJob ranks jobs by it to enforce the quota.
+	CreateRevision uint64 `json:"createRevision,omitempty"`
+}
+
+// encodeJob returns the record of j with its secrets sealed for key.
+func (s *Store) encodeJob(j Job, key string, createRevision uint64) ([]byte, error) {
+	p := j.Properties // shallow: SealAction copies the action it seals
+	p.Action = s.sealer.SealAction(j.Properties.Action, key)
+	b, err := json.Marshal(jobRecord{
+		Ref: j.Ref, Properties: p, Created: j.Created, Anchored: j.Anchored,
+		Ended: j.Ended, Updated: j.Updated, CreateRevision: createRevision,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding job %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// decodeJob reads a job record and opens its secrets. An error names the key
+// and never a secret.
+func (s *Store) decodeJob(e jetstream.KeyValueEntry) (Job, error) {
+	var r jobRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return Job{}, fmt.Errorf("decoding job %s: %w", e.Key(), err)
+	}
+	action, err := s.sealer.OpenAction(r.Properties.Action, e.Key())
+	if err != nil {
+		return Job{}, fmt.Errorf("reading job %s: %w", e.Key(), err)
+	}
+	r.Properties.Action = action
+	return Job{
+		Ref: r.Ref, Properties: r.Properties, Created: r.Created, Anchored: r.Anchored,
+		Ended: r.Ended, Updated: r.Updated, Revision: e.Revision(),
+	}, nil
+}
+
+// createRevision returns the revision of the first write of the job in e.
+func createRevision(e jetstream.KeyValueEntry) (uint64, error) {
+	var r struct {
+		CreateRevision uint64 `json:"createRevision"`
+	}
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return 0, fmt.Errorf("decoding job %s: %w", e.Key(), err)
+	}
+	return cmp.Or(r.CreateRevision, e.Revision()), nil
+}
+
+func checkJobRef(ref contracts.JobRef) error {
+	return checkNames("job", ref.Subscription, ref.ResourceGroup, ref.Collection, ref.Job)
+}
+
+// stamp fills the times CreateJob and UpdateJob are responsible for.
+func (s *Store) stamp(j *Job) {
+	now := s.now()
+	if j.Created.IsZero() {
+		j.Created = now
+	}
+	if j.Anchored.IsZero() {
+		j.Anchored = j.Created
+	}
+	j.Created, j.Anchored, j.Updated = timestamp(j.Created), timestamp(j.Anchored), timestamp(now)
+	if j.Ended != nil {
+		ended := timestamp(*j.Ended)
+		j.Ended = &ended
+	}
+	j.Properties = j.Properties.Clone() // the caller's copy and ours share nothing
+}
+
+// GetJob returns the job ref names, in any case, with its secrets opened.
+func (s *Store) GetJob(ctx context.Context, ref contracts.JobRef) (Job, error) {
+	if err := checkJobRef(ref); err != nil {
+		return Job{}, err
+	}
+	return s.GetJobByKey(ctx, ref.KVKey())
+}
+
+// GetJobByKey returns the job stored under a KV key (contracts.JobRef.KVKey),
+// for callers that hold only the key, such as the timer's entries.
+func (s *Store) GetJobByKey(ctx context.Context, key string) (Job, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Job{}, fmt.Errorf("reading job %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("reading job %s: %w", key, err)
+	}
+	return s.decodeJob(e)
+}
+
+// createJobAttempts bounds how often CreateJob starts over after its job was
+// deleted while it was being created (its collection deleted and created
+// again, say).
+const createJobAttempts = 10
+
+// CreateJob writes a new job into an existing collection and returns it with
+// its revision. It returns ErrNotFound when the collection does not exist
+// (a job is never left in a missing collection), ErrExists when a job of
+// that name exists, and ErrQuotaExceeded when the collection already holds
+// maxJobs jobs; maxJobs <= 0 means no limit.
+//
+// The quota is exact under concurrent creates by any number of planners.
+// The job is written first, so that every concurrent creator sees it; then
+// the jobs of the collection are ranked by the revision of their first write
+// and the job is kept only if fewer than maxJobs jobs rank before it. Every
+// creator ranks the same jobs the same way, so the first maxJobs win, and a
+// job that ranks after them is deleted again, having been visible for the
+// moment of the check. Finally the job is confirmed by rewriting the
+// collection record unchanged at the revision read before the job was
+// written, retried at the newest revision while the collection is still
+// there; when instead its deletion has begun, the job is deleted again and
+// ErrNotFound returned (see DeleteCollection).
+func (s *Store) CreateJob(ctx context.Context, j Job, maxJobs int) (Job, error) {
+	if err := checkJobRef(j.Ref); err != nil {
+		return Job{}, err
+	}
+	key := j.Ref.KVKey()
+	s.stamp(&j)
+	value, err := s.encodeJob(j, key, 0)
+	if err != nil {
+		return Job{}, err
+	}
+	for range createJobAttempts {
+		rev, err := s.createJob(ctx, j.Ref, value, maxJobs)
+		if errors.Is(err, errJobVanished) {
+			continue
+		}
+		if err != nil {
+			return Job{}, fmt.Errorf("creating job %s: %w", key, err)
+		}
+		j.Revision = rev
+		return j, nil
+	}
+	return Job{}, fmt.Errorf("creating job %s: %w: it was deleted while being created on each of %d attempts", key, ErrConflict, createJobAttempts)
+}
+
+// errJobVanished tells CreateJob that the job it wrote was deleted before
+// the write was confirmed, so it starts over.
+var errJobVanished = errors.New("the job was deleted while being created")
+
+// createJob makes one attempt of CreateJob and returns the job's revision.
+func (s *Store) createJob(ctx context.Context, ref contracts.JobRef, value []byte, maxJobs int) (uint64, error) {
+	key, collKey := ref.KVKey(), ref.CollectionRef().KVKey()
+	coll, collRec, err := s.getCollection(ctx, collKey)
+	if err != nil {
+		return 0, err
+	}
+	if collRec.Deleting {
+		return 0, fmt.Errorf("collection %s is being deleted: %w", collKey, ErrNotFound)
+	}
+	rev, err := s.kv.Create(ctx, key, value)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, ErrExists
+	}
+	if err != nil {
+		return 0, err
+	}
+	// From here on the job exists: every failure deletes it again.
+	if maxJobs > 0 {
+		ahead, err := s.jobsBefore(ctx, ref.CollectionRef(), key, rev)
+		if err != nil {
+			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("counting the jobs of %s: %w", collKey, err))
+		}
+		if ahead >= maxJobs {
+			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("collection %s already holds %d jobs, its limit: %w", collKey, ahead, ErrQuotaExceeded))
+		}
+	}
+	for {
+		_, err := s.kv.Update(ctx, collKey, coll.Value(), coll.Revision())
+		if err == nil {
+			return rev, nil
+		}
+		if !isMismatch(err) {
+			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("confirming collection %s: %w", collKey, err))
+		}
+		// The collection changed: another job was confirmed, it was
+		// updated, or its deletion began (and perhaps ended, and it was
+		// created again).
+		coll, collRec, err = s.getCollection(ctx, collKey)
+		if err == nil && collRec.Deleting {
+			err = fmt.Errorf("collection %s is being deleted: %w", collKey, ErrNotFound)
+		}
+		if err != nil {
+			return 0, s.undoCreate(ctx, key, rev, err)
+		}
+		if _, err := s.kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+			return 0, errJobVanished
+		} else if err != nil {
+			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("reading job %s: %w", key, err))
+		}
+	}
+}
+
+// undoCreate deletes the job a failed CreateJob wrote, if it is still at the
+// revision written, and returns cause (joined with the failure to undo, if
+// any).
+func (s *Store) undoCreate(ctx context.Context, key string, rev uint64, cause error) error {
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	err := s.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	if err == nil || isMismatch(err) {
+		return cause
+	}
+	return errors.Join(cause, fmt.Errorf("deleting job %s again: %w", key, err))
+}
+
+// jobsBefore counts the jobs of the collection first written before
+// revision rev. A job whose newest revision is below rev was created before
+// it; only the few written since (created since, or updated since) need
+// their record read for the revision of their first write.
+func (s *Store) jobsBefore(ctx context.Context, ref contracts.CollectionRef, key string, rev uint64) (int, error) {
+	entries, err := s.scan(ctx, ref.JobsKVPrefix()+"*", true)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		switch {
+		case e.Key() == key:
+		case e.Revision() < rev:
+			n++
+		default:
+			full, err := s.kv.Get(ctx, e.Key())
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("reading job %s: %w", e.Key(), err)
+			}
+			created, err := createRevision(full)
+			if err != nil {
+				return 0, err
+			}
+			if created < rev {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// UpdateJob replaces the job if its revision is still expected and returns
+// it with its new revision. It returns ErrConflict when the job changed since
+// (or expected is 0), and ErrNotFound when it does not exist. Zero Created
+// and Anchored times are kept from the stored job; Updated is stamped.
+func (s *Store) UpdateJob(ctx context.Context, j Job, expected uint64) (Job, error) {
+	if err := checkJobRef(j.Ref); err != nil {
+		return Job{}, err
+	}
+	key := j.Ref.KVKey()
+	cur, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Job{}, fmt.Errorf("updating job %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("updating job %s: %w", key, err)
+	}
+	if cur.Revision() != expected {
+		return Job{}, fmt.Errorf("updating job %s: at revision %d, not %d: %w", key, cur.Revision(), expected, ErrConflict)
+	}
+	var stored jobRecord
+	if err := json.Unmarshal(cur.Value(), &stored); err != nil {
+		return Job{}, fmt.Errorf("decoding job %s: %w", key, err)
+	}
+	if j.Created.IsZero() {
+		j.Created = stored.Created
+	}
+	if j.Anchored.IsZero() {
+		j.Anchored = stored.Anchored
+	}
+	s.stamp(&j)
+	value, err := s.encodeJob(j, key, cmp.Or(stored.CreateRevision, cur.Revision()))
+	if err != nil {
+		return Job{}, err
+	}
+	rev, err := s.kv.Update(ctx, key, value, expected)
+	if isMismatch(err) {
+		return Job{}, fmt.Errorf("updating job %s: %w", key, s.mismatch(ctx, key))
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("updating job %s: %w", key, err)
+	}
+	j.Revision = rev
+	return j, nil
+}
+
+// DeleteJob deletes the job ref names (ErrNotFound when it does not exist).
+func (s *Store) DeleteJob(ctx context.Context, ref contracts.JobRef) error {
+	if err := checkJobRef(ref); err != nil {
+		return err
+	}
+	key := ref.KVKey()
+	for {
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("deleting job %s: %w", key, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("deleting job %s: %w", key, err)
+		}
+		// At the revision read, so that a job deleted meanwhile is reported
+		// as not found rather than deleted twice.
+		err = s.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+		if !isMismatch(err) {
+			if err != nil {
+				return fmt.Errorf("deleting job %s: %w", key, err)
+			}
+			return nil
+		}
+	}
+}
+
+// ListJobs returns the jobs of the collection with their secrets opened,
+// sorted by name (case-insensitive). It does not check that the collection
+// exists: a missing one has no jobs.
+func (s *Store) ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]Job, error) {
+	if err := checkCollectionRef(ref); err != nil {
+		return nil, err
+	}
+	entries, err := s.scan(ctx, ref.JobsKVPrefix()+"*", false)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(entries))
+	for _, e := range entries {
+		j, err := s.decodeJob(e)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b Job) int {
+		return strings.Compare(strings.ToLower(a.Ref.Job), strings.ToLower(b.Ref.Job))
+	})
+	return jobs, nil
+}
+
+// CountJobs returns the number of jobs in the collection, reading keys only.
+func (s *Store) CountJobs(ctx context.Context, ref contracts.CollectionRef) (int, error) {
+	if err := checkCollectionRef(ref); err != nil {
+		return 0, err
+	}
+	entries, err := s.scan(ctx, ref.JobsKVPrefix()+"*", true)
+	if err != nil {
+		return 0, err
+	}
+	return len(entries), nil
+}

@@ -1,0 +1,468 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+)
+
+func assertJob(t *testing.T, got, want Job) {
+	t.Helper()
+	if got.Ref != want.Ref {
+		t.Errorf("ref %+v, want %+v", got.Ref, want.Ref)
+	}
+	if !reflect.DeepEqual(got.Properties, want.Properties) {
+		t.Errorf("properties differ:\n got %+v\nwant %+v", got.Properties, want.Properties)
+	}
+	if !got.Created.Equal(want.Created) || !got.Anchored.Equal(want.Anchored) || !got.Updated.Equal(want.Updated) {
+		t.Errorf("times: got %v/%v/%v, want %v/%v/%v", got.Created, got.Anchored, got.Updated, want.Created, want.Anchored, want.Updated)
+	}
+	if (got.Ended == nil) != (want.Ended == nil) || got.Ended != nil && !got.Ended.Equal(*want.Ended) {
+		t.Errorf("ended %v, want %v", got.Ended, want.Ended)
+	}
+	if got.Revision != want.Revision {
+		t.Errorf("revision %d, want %d", got.Revision, want.Revision)
+	}
+}
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a job is created, read, updated and deleted", func(t *testing.T) {
+		t.Parallel()
+		clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		s, _ := setup(t)
+		s.now = func() time.Time { return clock }
+		mustPutCollection(t, s, collRef)
+
+		created, err := s.CreateJob(ctx, newJob(collRef.Job("Nightly")), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !created.Created.Equal(clock) || !created.Anchored.Equal(clock) || !created.Updated.Equal(clock) || created.Revision == 0 {
+			t.Fatalf("created = %+v", created)
+		}
+		want := newJob(collRef.Job("Nightly"))
+		want.Created, want.Anchored, want.Updated, want.Revision = clock, clock, clock, created.Revision
+		got, err := s.GetJob(ctx, collRef.Job("Nightly"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertJob(t, got, want)
+
+		clock = clock.Add(time.Hour)
+		got.Properties.State = "Disabled"
+		ended := clock
+		got.Ended = &ended
+		got.Created = time.Time{} // kept from the stored job
+		updated, err := s.UpdateJob(ctx, got, got.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.GetJob(ctx, collRef.Job("Nightly"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertJob(t, again, updated)
+		if again.Properties.State != "Disabled" || !again.Created.Equal(want.Created) || !again.Updated.Equal(clock) {
+			t.Fatalf("after update: %+v", again)
+		}
+
+		if err := s.DeleteJob(ctx, collRef.Job("Nightly")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetJob(ctx, collRef.Job("Nightly")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("get after delete: err = %v", err)
+		}
+		if err := s.DeleteJob(ctx, collRef.Job("Nightly")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second delete: err = %v", err)
+		}
+		if _, err := s.UpdateJob(ctx, got, again.Revision); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("update after delete: err = %v", err)
+		}
+	})
+
+	t.Run("names are case-insensitive and kept as given", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		if _, err := s.CreateJob(ctx, newJob(collRef.Job("MyJob")), 0); err != nil {
+			t.Fatal(err)
+		}
+		upper := contracts.JobRef{Subscription: "SUB-1", ResourceGroup: "rg", Collection: "COLL", Job: "MYJOB"}
+		got, err := s.GetJob(ctx, upper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Ref.Job != "MyJob" || got.Ref.Collection != "Coll" {
+			t.Fatalf("ref %+v, want the names as created", got.Ref)
+		}
+		if _, err := s.CreateJob(ctx, newJob(upper), 0); !errors.Is(err, ErrExists) {
+			t.Fatalf("err = %v, want ErrExists", err)
+		}
+	})
+
+	t.Run("a job is never created in a missing collection", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		if _, err := s.CreateJob(ctx, newJob(collRef.Job("a")), 10); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
+		}
+		if n, _ := s.CountJobs(ctx, collRef); n != 0 {
+			t.Fatalf("%d jobs in a missing collection", n)
+		}
+	})
+
+	t.Run("the stored value holds none of the job's secrets", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		mustPutCollection(t, s, collRef)
+		ref := collRef.Job("secretive")
+		if _, err := s.CreateJob(ctx, newJob(ref), 0); err != nil {
+			t.Fatal(err)
+		}
+		e, err := b.kv.Get(ctx, ref.KVKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := string(e.Value())
+		for _, secret := range secrets {
+			if strings.Contains(raw, secret) {
+				t.Errorf("stored value holds %q: %s", secret, raw)
+			}
+		}
+		if n := strings.Count(raw, seal.Prefix); n != len(secrets) {
+			t.Errorf("%d sealed values at rest, want %d", n, len(secrets))
+		}
+		if !strings.Contains(raw, `"username":"me"`) {
+			t.Errorf("non-secret fields should stay readable: %s", raw)
+		}
+	})
+
+	t.Run("a store with another key cannot read the secrets", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		mustPutCollection(t, s, collRef)
+		ref := collRef.Job("secretive")
+		if _, err := s.CreateJob(ctx, newJob(ref), 0); err != nil {
+			t.Fatal(err)
+		}
+		other, err := Open(ctx, b.js, Config{Sealer: newSealer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = other.GetJob(ctx, ref)
+		if !errors.Is(err, seal.ErrCannotOpen) || !strings.Contains(err.Error(), ref.KVKey()) {
+			t.Fatalf("err = %v, want ErrCannotOpen naming %s", err, ref.KVKey())
+		}
+		for _, secret := range secrets {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error quotes a secret: %v", err)
+			}
+		}
+		if _, err := other.ListJobs(ctx, collRef); !errors.Is(err, seal.ErrCannotOpen) {
+			t.Fatalf("list: err = %v, want ErrCannotOpen", err)
+		}
+	})
+
+	t.Run("an update at an old revision is a conflict", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		j, err := s.CreateJob(ctx, newJob(collRef.Job("a")), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateJob(ctx, j, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateJob(ctx, j, j.Revision); !errors.Is(err, ErrConflict) {
+			t.Fatalf("err = %v, want ErrConflict", err)
+		}
+	})
+
+	t.Run("concurrent updates at one revision: exactly one wins", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		j, err := s.CreateJob(ctx, newJob(collRef.Job("a")), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wins, conflicts atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				_, err := s.UpdateJob(ctx, j, j.Revision)
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, ErrConflict):
+					conflicts.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 || conflicts.Load() != 7 {
+			t.Fatalf("%d wins, %d conflicts; want 1 and 7", wins.Load(), conflicts.Load())
+		}
+	})
+
+	t.Run("jobs are listed by name and counted", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		other := contracts.CollectionRef{Subscription: "Sub-1", ResourceGroup: "RG", Collection: "Coll2"}
+		mustPutCollection(t, s, other)
+		for _, name := range []string{"charlie", "Alpha", "bravo"} {
+			if _, err := s.CreateJob(ctx, newJob(collRef.Job(name)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CreateJob(ctx, newJob(other.Job("delta")), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteJob(ctx, collRef.Job("BRAVO")); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := s.ListJobs(ctx, collRef)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, j := range jobs {
+			names = append(names, j.Ref.Job)
+			if j.Properties.Action.QueueMessage.SASToken != "QUEUE-SAS-TOKEN" {
+				t.Errorf("listed job %s lacks its opened secret", j.Ref.Job)
+			}
+		}
+		if want := []string{"Alpha", "charlie"}; !reflect.DeepEqual(names, want) {
+			t.Fatalf("listed %q, want %q", names, want)
+		}
+		if n, err := s.CountJobs(ctx, collRef); err != nil || n != 2 {
+			t.Fatalf("count %d, %v; want 2", n, err)
+		}
+	})
+
+	t.Run("the input job is not aliased by the result", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		in := newJob(collRef.Job("a"))
+		out, err := s.CreateJob(ctx, in, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Properties.Action.QueueMessage.SASToken = "changed"
+		if in.Properties.Action.QueueMessage.SASToken != "QUEUE-SAS-TOKEN" {
+			t.Fatal("changing the result changed the input")
+		}
+	})
+}
+
+func TestQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("eight concurrent creates with room for five: exactly five succeed", func(t *testing.T) {
+		t.Parallel()
+		// Several rounds, each in its own collection, to vary the interleaving.
+		s, _ := setup(t)
+		for round := range 5 {
+			ref := contracts.CollectionRef{Subscription: "sub", ResourceGroup: "rg", Collection: fmt.Sprintf("c%d", round)}
+			mustPutCollection(t, s, ref)
+			var ok, over atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() {
+					_, err := s.CreateJob(ctx, newJob(ref.Job(fmt.Sprintf("job-%d", i))), 5)
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.Is(err, ErrQuotaExceeded):
+						over.Add(1)
+					default:
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if ok.Load() != 5 || over.Load() != 3 {
+				t.Fatalf("round %d: %d created, %d over quota; want 5 and 3", round, ok.Load(), over.Load())
+			}
+			if n, err := s.CountJobs(ctx, ref); err != nil || n != 5 {
+				t.Fatalf("round %d: %d jobs stored, %v; want 5", round, n, err)
+			}
+		}
+	})
+
+	t.Run("planners with their own connections share the quota", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		mustPutCollection(t, s, collRef)
+		stores := []*Store{s}
+		for range 3 {
+			_, js := testkit.JetStream(t, b.ns)
+			o, err := Open(ctx, js, Config{Sealer: b.sealer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores = append(stores, o)
+		}
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Go(func() {
+				_, err := stores[i%len(stores)].CreateJob(ctx, newJob(collRef.Job(fmt.Sprintf("j%d", i))), 4)
+				if err == nil {
+					ok.Add(1)
+				} else if !errors.Is(err, ErrQuotaExceeded) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if ok.Load() != 4 {
+			t.Fatalf("%d created, want 4", ok.Load())
+		}
+	})
+
+	t.Run("a full collection refuses a job until one is deleted", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		for _, name := range []string{"a", "b"} {
+			if _, err := s.CreateJob(ctx, newJob(collRef.Job(name)), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := s.CreateJob(ctx, newJob(collRef.Job("c")), 2)
+		if !errors.Is(err, ErrQuotaExceeded) {
+			t.Fatalf("err = %v, want ErrQuotaExceeded", err)
+		}
+		if _, err := s.GetJob(ctx, collRef.Job("c")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the refused job is stored: %v", err)
+		}
+		if err := s.DeleteJob(ctx, collRef.Job("a")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateJob(ctx, newJob(collRef.Job("c")), 2); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a job updated after a later one was created still counts first", func(t *testing.T) {
+		t.Parallel()
+		// Regression guard for ranking by the newest revision instead of the
+		// first: the update gives "a" a revision above "b"'s.
+		s, _ := setup(t)
+		mustPutCollection(t, s, collRef)
+		a, err := s.CreateJob(ctx, newJob(collRef.Job("a")), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateJob(ctx, newJob(collRef.Job("b")), 2); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if a, err = s.UpdateJob(ctx, a, a.Revision); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CreateJob(ctx, newJob(collRef.Job("c")), 2); !errors.Is(err, ErrQuotaExceeded) {
+			t.Fatalf("err = %v, want ErrQuotaExceeded", err)
+		}
+	})
+}
+
+func TestNoJobOutlivesItsCollection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := setup(t)
+	for round := range 5 {
+		ref := contracts.CollectionRef{Subscription: "sub", ResourceGroup: "rg", Collection: fmt.Sprintf("c%d", round)}
+		mustPutCollection(t, s, ref)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					_, err := s.CreateJob(ctx, newJob(ref.Job(fmt.Sprintf("w%d-%d", w, i))), 0)
+					if errors.Is(err, ErrNotFound) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		// Delete while the creators are busy.
+		testkit.Eventually(t, 10*time.Second, func() bool {
+			n, err := s.CountJobs(ctx, ref)
+			return err == nil && n >= 8
+		}, "the creators made no jobs")
+		if err := s.DeleteCollection(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if n, err := s.CountJobs(ctx, ref); err != nil || n != 0 {
+			t.Fatalf("round %d: %d jobs outlived their collection (%v)", round, n, err)
+		}
+	}
+}
+
+func TestListingManyJobs(t *testing.T) {
+	t.Parallel()
+	// More jobs than the KV watcher buffers (256), written concurrently.
+	ctx := context.Background()
+	s, _ := setup(t)
+	mustPutCollection(t, s, collRef)
+	const n = 400
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.CreateJob(ctx, newJob(collRef.Job(fmt.Sprintf("job-%04d", i))), 0); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	jobs, err := s.ListJobs(ctx, collRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != n {
+		t.Fatalf("listed %d jobs, want %d", len(jobs), n)
+	}
+	for i, j := range jobs {
+		if want := fmt.Sprintf("job-%04d", i); j.Ref.Job != want {
+			t.Fatalf("job %d is %s, want %s", i, j.Ref.Job, want)
+		}
+	}
+	if c, err := s.CountJobs(ctx, collRef); err != nil || c != n {
+		t.Fatalf("count %d, %v; want %d", c, err, n)
+	}
+	if err := s.DeleteCollection(ctx, collRef); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.CountJobs(ctx, collRef); err != nil || c != 0 {
+		t.Fatalf("after delete: count %d, %v", c, err)
+	}
+}

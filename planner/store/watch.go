@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Change is one change to a job, as WatchJobs delivers it.
+type Change struct {
+	// Key is the job's KV key.
+	Key string
+	// Job is the job as written, secrets opened; nil when deleted or when
+	// Err is set.
+	Job *Job
+	// Deleted is set when the job was deleted.
+	Deleted bool
+	// Revision is the KV revision of the change.
+	Revision uint64
+	// Err is set when the record could not be read, such as when it was
+	// sealed with another key. The watch goes on.
+	Err error
+}
+
+// jobsFilter matches every job key and no collection key.
+const jobsFilter = "j.>"
+
+// WatchJobs streams every job change until ctx ends: first the current value
+// of every job, then each later put and delete, in KV order. ready is closed
+// once the current values have all been received from changes; changes is
+// closed when ctx ends or the connection closes (ready may then stay open).
+// Deletions that happened before the watch began are not replayed.
+// changes is unbuffered: the watch proceeds as fast as it is read.
+func (s *Store) WatchJobs(ctx context.Context) (changes <-chan Change, ready <-chan struct{}, err error) {
+	w, err := s.kv.Watch(ctx, jobsFilter)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching jobs: %w", err)
+	}
+	out := make(chan Change)
+	initial := make(chan struct{})
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		inInitial := true
+		for {
+			var e jetstream.KeyValueEntry
+			select {
+			case <-ctx.Done():
+				return
+			case entry, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				e = entry
+			}
+			if e == nil {
+				if inInitial {
+					inInitial = false
+					close(initial)
+				}
+				continue
+			}
+			deleted := e.Operation() != jetstream.KeyValuePut
+			if deleted && inInitial {
+				continue // the marker of a job deleted before the watch
+			}
+			c := Change{Key: e.Key(), Deleted: deleted, Revision: e.Revision()}
+			if !deleted {
+				if j, err := s.decodeJob(e); err != nil {
+					c.Err = err
+				} else {
+					c.Job = &j
+				}
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, initial, nil
+}

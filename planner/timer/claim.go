@@ -1,0 +1,315 @@
+package timer
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// tokenLen is the length of a claim token: 16 base32 characters, 80 random
+// bits, so tokens of different claims never match, even across a flush of
+// Redis.
+const tokenLen = 16
+
+// newToken returns a fresh claim token. Each script call gets its own, so an
+// entry claimed twice (released or rescheduled in between) never carries
+// the same token twice.
+func newToken() string { return rand.Text()[:tokenLen] }
+
+// claimScript claims the earliest due entries of a partition: it moves them
+// from the due set to the in-flight set with the lease expiry as score, and
+// writes the claim token and the due time into them. An id without a
+// readable entry is dropped.
+//
+//	KEYS[1..4] the partition's keys (see luaLib)
+//	ARGV[1]    now (unix ms): entries due at or before it are claimed
+//	ARGV[2]    lease expiry (unix ms)
+//	ARGV[3]    the most entries to claim
+//	ARGV[4]    claim token
+//
+// Returns {examined, packed entry...}: the number of due ids looked at,
+// then each claimed entry with its token and due time, earliest first.
+var claimScript = redis.NewScript(luaLib + `
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3], 'WITHSCORES')
+local out = {#due / 2}
+for i = 1, #due, 2 do
+  local id = due[i]
+  local v = redis.call('HGET', KEYS[3], id)
+  local _, rest
+  if v then
+    _, _, rest = parse(v)
+  end
+  if rest then
+    v = ARGV[4] .. '|' .. string.format('%.0f', tonumber(due[i + 1])) .. '|' .. rest
+    redis.call('HSET', KEYS[3], id, v)
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZADD', KEYS[2], ARGV[2], id)
+    out[#out + 1] = v
+  else
+    drop(id)
+    remove_slot(id)
+  end
+end
+return out
+`)
+
+// Claim claims up to max entries due at or before now, each for lease: until
+// now+lease no other Claim returns it, and afterwards Reclaim makes it due
+// again. However many planners claim at once, each due entry goes to exactly
+// one of them.
+//
+// Claim visits the partitions starting at a rotating one, moving at most
+// Config.Batch entries per Lua call, and returns the claims ordered by due
+// time (within a partition, due order is claim order). The entries are in
+// flight from the moment they are claimed, so Claim returns the claims it
+// made even together with an error; they must be committed or released, or
+// they come back after the lease.
+func (ix *Index) Claim(ctx context.Context, now time.Time, lease time.Duration, max int) ([]Claim, error) {
+	if lease < time.Millisecond {
+		return nil, fmt.Errorf("claiming due entries: lease %v is shorter than a millisecond", lease)
+	}
+	var claims []Claim
+	nowMs, expiry := now.UnixMilli(), now.Add(lease).UnixMilli()
+	n := len(ix.parts)
+	start := int(ix.rotor.Add(1) % uint32(n))
+	var err error
+	for i := 0; i < n && len(claims) < max && err == nil; i++ {
+		keys := ix.parts[(start+i)%n]
+		err = ix.batches(ctx, max-len(claims), func(limit int) (int, error) {
+			token := newToken()
+			res, err := claimScript.Run(ctx, ix.rdb, keys, nowMs, expiry, limit, token).Slice()
+			if err != nil {
+				return 0, err
+			}
+			examined, values, err := scriptResult(res)
+			for _, v := range values {
+				e, _, perr := unpack(v, 0, false)
+				if perr != nil {
+					err = errors.Join(err, perr)
+					continue
+				}
+				claims = append(claims, Claim{Entry: e, Token: token})
+			}
+			return examined, err
+		})
+	}
+	slices.SortStableFunc(claims, func(a, b Claim) int { return a.Due.Compare(b.Due) })
+	if err != nil {
+		return claims, fmt.Errorf("claiming due entries: %w", err)
+	}
+	return claims, nil
+}
+
+// batches calls move with a limit of at most Config.Batch until a call
+// examines fewer entries than its limit, up to total entries in all (no
+// bound when total is negative).
+func (ix *Index) batches(ctx context.Context, total int, move func(limit int) (int, error)) error {
+	for total != 0 {
+		limit := ix.cfg.Batch
+		if total > 0 {
+			limit = min(limit, total)
+		}
+		n, err := move(limit)
+		if err != nil || n < limit {
+			return err
+		}
+		if total > 0 {
+			total -= n
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scriptResult reads {count, string...} as a script returns it.
+func scriptResult(res []any) (int, []string, error) {
+	if len(res) == 0 {
+		return 0, nil, errors.New("empty script result")
+	}
+	n, ok := res[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("script result starts with %T, not a count", res[0])
+	}
+	values := make([]string, 0, len(res)-1)
+	for _, r := range res[1:] {
+		s, ok := r.(string)
+		if !ok {
+			return 0, nil, fmt.Errorf("script result holds %T, not a packed entry", r)
+		}
+		values = append(values, s)
+	}
+	return int(n), values, nil
+}
+
+// commitScript ends a claim: when the entry still carries the claim token it
+// leaves the in-flight set and is replaced by the next entry (in the same
+// slot or another of the same job), or deleted when there is none.
+//
+//	KEYS[1..4] the partition's keys (see luaLib)
+//	ARGV[1]    claimed entry id
+//	ARGV[2]    claim token
+//	ARGV[3]    next entry id, "" for none
+//	ARGV[4]    next due (unix ms)
+//	ARGV[5]    next packed entry
+//
+// Returns 1 when committed, 0 when the claim was no longer current.
+var commitScript = redis.NewScript(luaLib + `
+if not claimed(ARGV[1], ARGV[2]) then return 0 end
+if ARGV[3] ~= ARGV[1] then
+  drop(ARGV[1])
+  remove_slot(ARGV[1])
+end
+if ARGV[3] ~= '' then
+  put(ARGV[3], ARGV[4], ARGV[5])
+end
+return 1
+`)
+
+// Commit ends claim c after its execution was published: it stores next (an
+// entry of the same job, in c's slot or another, replacing what is there as
+// Schedule does) or, when next is nil, deletes c's entry. When the entry no longer carries c's token (it was
+// rescheduled, removed, or reclaimed and claimed again since, or c was
+// committed already) Commit does nothing and returns nil: the newer state
+// stays.
+func (ix *Index) Commit(ctx context.Context, c Claim, next *Entry) error {
+	call, err := ix.commitCall(c, next)
+	if err == nil {
+		err = ix.runAll(ctx, commitScript, []scriptCall{call})
+	}
+	if err != nil {
+		return fmt.Errorf("committing %s: %w", c.name(), err)
+	}
+	return nil
+}
+
+// Completion is a claim and the entry that follows it, for CommitAll.
+type Completion struct {
+	Claim Claim
+	// Next is the entry to store in place of the claimed one; nil deletes it.
+	Next *Entry
+}
+
+// CommitAll commits many claims in pipelines, as Commit does one: a planner
+// that published a batch of executions commits the batch in a few round
+// trips. It checks every completion before committing any; on a Redis error
+// some may be committed and others not, and calling it again is safe.
+func (ix *Index) CommitAll(ctx context.Context, completions []Completion) error {
+	calls := make([]scriptCall, len(completions))
+	for i, d := range completions {
+		call, err := ix.commitCall(d.Claim, d.Next)
+		if err != nil {
+			return fmt.Errorf("committing %s: %w", d.Claim.name(), err)
+		}
+		calls[i] = call
+	}
+	if err := ix.runAll(ctx, commitScript, calls); err != nil {
+		return fmt.Errorf("committing %d claims: %w", len(completions), err)
+	}
+	return nil
+}
+
+// commitCall returns the commitScript call that commits c with next.
+func (ix *Index) commitCall(c Claim, next *Entry) (scriptCall, error) {
+	if c.Token == "" {
+		return scriptCall{}, errNoToken
+	}
+	args := []any{entryID(c.JobKey, c.Slot), c.Token, "", "", ""}
+	if next != nil {
+		if err := next.validate(); err != nil {
+			return scriptCall{}, fmt.Errorf("next entry: %w", err)
+		}
+		if next.JobKey != c.JobKey {
+			return scriptCall{}, fmt.Errorf("the next entry belongs to another job, %q", next.JobKey)
+		}
+		args[2], args[3], args[4] = entryID(next.JobKey, next.Slot), next.Due.UnixMilli(), next.pack()
+	}
+	return scriptCall{keys: ix.keysOf(c.JobKey), args: args}, nil
+}
+
+var errNoToken = errors.New("the claim has no token")
+
+// releaseScript gives a claimed entry back as due at its original due time,
+// when it still carries the claim token.
+//
+//	KEYS[1..4] the partition's keys (see luaLib)
+//	ARGV[1]    entry id
+//	ARGV[2]    claim token
+//
+// Returns 1 when released, 0 when the claim was no longer current.
+var releaseScript = redis.NewScript(luaLib + `
+local due, rest = claimed(ARGV[1], ARGV[2])
+if not due then return 0 end
+put(ARGV[1], due, pending(rest))
+return 1
+`)
+
+// Release gives claim c back after publishing failed: the entry is due again
+// at once, at its original Due, for any planner to claim. Like Commit it does
+// nothing when the claim is no longer current.
+func (ix *Index) Release(ctx context.Context, c Claim) error {
+	err := errNoToken
+	if c.Token != "" {
+		err = releaseScript.Run(ctx, ix.rdb, ix.keysOf(c.JobKey), entryID(c.JobKey, c.Slot), c.Token).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("releasing %s: %w", c.name(), err)
+	}
+	return nil
+}
+
+// reclaimScript makes in-flight entries whose lease expired due again at
+// their original due time, without a token. An id without a readable entry is
+// dropped.
+//
+//	KEYS[1..4] the partition's keys (see luaLib)
+//	ARGV[1]    now (unix ms): leases expiring at or before it have expired
+//	ARGV[2]    the most entries to reclaim
+//
+// Returns {examined}: the number of expired ids looked at.
+var reclaimScript = redis.NewScript(luaLib + `
+local ids = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
+for _, id in ipairs(ids) do
+  local v = redis.call('HGET', KEYS[3], id)
+  local _, due, rest
+  if v then
+    _, due, rest = parse(v)
+  end
+  if due and due ~= '' then
+    put(id, due, pending(rest))
+  else
+    drop(id)
+    remove_slot(id)
+  end
+end
+return {#ids}
+`)
+
+// Reclaim makes every claimed entry whose lease expired at or before now due
+// again at its original Due, and returns how many it looked at (an unreadable
+// entry it finds is deleted, and counted). The planner that held such a claim
+// can no longer commit or release it.
+func (ix *Index) Reclaim(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for _, keys := range ix.parts {
+		err := ix.batches(ctx, -1, func(limit int) (int, error) {
+			res, err := reclaimScript.Run(ctx, ix.rdb, keys, now.UnixMilli(), limit).Slice()
+			if err != nil {
+				return 0, err
+			}
+			n, _, err := scriptResult(res)
+			total += n
+			return n, err
+		})
+		if err != nil {
+			return total, fmt.Errorf("reclaiming expired claims: %w", err)
+		}
+	}
+	return total, nil
+}
