@@ -230,21 +230,8 @@ func (s *Schedule) compileElements(sc *contracts.Schedule) {
 }
 
 func weekdayOf(d contracts.DayOfWeek) time.Weekday {
-	switch d {
-	case contracts.Monday:
-		return time.Monday
-	case contracts.Tuesday:
-		return time.Tuesday
-	case contracts.Wednesday:
-		return time.Wednesday
-	case contracts.Thursday:
-		return time.Thursday
-	case contracts.Friday:
-		return time.Friday
-	case contracts.Saturday:
-		return time.Saturday
-	}
-	return time.Sunday
+	// contracts.DaysOfWeek runs Monday…Sunday; time.Weekday counts from Sunday.
+	return time.Weekday((slices.Index(contracts.DaysOfWeek, d) + 1) % 7)
 }
 
 // Location returns the time zone the schedule's wall-clock values are in.

@@ -149,38 +149,35 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	coll := contracts.CollectionRef{Subscription: sub, ResourceGroup: rg, Collection: seg[7]}
 	switch {
 	case len(seg) == 8:
-		switch r.Method {
-		case http.MethodGet:
-			return s.getCollection(w, r, coll)
-		case http.MethodPut:
-			return s.putCollection(w, r, coll)
-		case http.MethodPatch:
-			return s.patchCollection(w, r, coll)
-		case http.MethodDelete:
-			return s.deleteCollection(w, r, coll)
-		}
-		return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+		return resource(w, r, coll, s.getCollection, s.putCollection, s.patchCollection, s.deleteCollection)
 	case len(seg) == 9 && (lit(8, "enable") || lit(8, "disable")):
 		return s.only(r, http.MethodPost, func() *apiError { return s.setCollectionEnabled(w, r, coll, lit(8, "enable")) })
 	case len(seg) == 9 && lit(8, "jobs"):
 		return s.only(r, http.MethodGet, func() *apiError { return s.listJobs(w, r, coll) })
 	case len(seg) == 10 && lit(8, "jobs"):
-		job := coll.Job(seg[9])
-		switch r.Method {
-		case http.MethodGet:
-			return s.getJob(w, r, job)
-		case http.MethodPut:
-			return s.putJob(w, r, job)
-		case http.MethodPatch:
-			return s.patchJob(w, r, job)
-		case http.MethodDelete:
-			return s.deleteJob(w, r, job)
-		}
-		return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+		return resource(w, r, coll.Job(seg[9]), s.getJob, s.putJob, s.patchJob, s.deleteJob)
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
 		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, coll.Job(seg[9])) })
 	}
 	return notFound
+}
+
+// handler serves one method on the resource named by ref.
+type handler[R any] func(http.ResponseWriter, *http.Request, R) *apiError
+
+// resource dispatches the methods of a collection or job resource.
+func resource[R any](w http.ResponseWriter, r *http.Request, ref R, get, put, patch, del handler[R]) *apiError {
+	switch r.Method {
+	case http.MethodGet:
+		return get(w, r, ref)
+	case http.MethodPut:
+		return put(w, r, ref)
+	case http.MethodPatch:
+		return patch(w, r, ref)
+	case http.MethodDelete:
+		return del(w, r, ref)
+	}
+	return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
 }
 
 func (s *Server) only(r *http.Request, method string, handle func() *apiError) *apiError {

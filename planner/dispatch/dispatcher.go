@@ -386,9 +386,11 @@ func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
 // returns how many it claimed.
 func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 	now := d.cfg.Now()
-	claims, err := d.ix.Claim(ctx, now, d.cfg.Lease, d.cfg.Batch)
-	if err != nil || len(claims) == 0 {
-		return 0, err
+	// Claim may return claims together with an error: they are in flight
+	// and are dispatched all the same.
+	claims, claimErr := d.ix.Claim(ctx, now, d.cfg.Lease, d.cfg.Batch)
+	if len(claims) == 0 {
+		return 0, claimErr
 	}
 	type pending struct {
 		claim timer.Claim
@@ -397,7 +399,7 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 	}
 	var (
 		inFlight []pending
-		errs     []error
+		errs     = []error{claimErr}
 	)
 	for _, c := range claims {
 		job, err := d.job(ctx, c.JobKey)
