@@ -22,10 +22,11 @@
 //	token|due|expected-due|occurrence|attempt|action|remaining|revision|slot|jobKey
 //
 // with integers in decimal and 0 written as nothing, times in unix
-// milliseconds, the action as M or E, and a leading subscription GUID of the
-// job key as its 16 bytes. Token and due are empty while the entry is
+// milliseconds, the action as M or E, and the subscription GUID in the job
+// key as its 16 bytes. Token and due are empty while the entry is
 // pending (the due set's score holds the due time); Claim writes both. One
-// scheduled job of the usual shape costs about 265 bytes of Redis memory.
+// scheduled job of the usual shape costs about 265 bytes of Redis memory
+// (TestMemoryPerJob).
 // Two more keys sit outside the partitions: <prefix>:built and
 // <prefix>:lock:<name>.
 //
