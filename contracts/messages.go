@@ -94,7 +94,9 @@ type Execution struct {
 	Attempt int `json:"attempt"`
 	// ExpectedTime is when the attempt was due.
 	ExpectedTime time.Time `json:"expectedTime"`
-	// DispatchedAt is when the planner published the message.
+	// DispatchedAt is when the planner claimed the occurrence and built the
+	// message (at most its lookahead before it is due; it is published at
+	// ExpectedTime or later).
 	DispatchedAt time.Time `json:"dispatchedAt"`
 	// Action is the JobAction to perform, its secrets sealed by the planner.
 	Action json.RawMessage `json:"action"`

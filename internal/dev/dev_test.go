@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,16 +16,6 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func call(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
@@ -46,23 +35,25 @@ func call(t *testing.T, method, url, body string) (int, string) {
 func TestAJobSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := "127.0.0.1:0" // the first start picks a port; the restart takes it again
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func() *Env {
 		env, err := Start(context.Background(), Config{Listen: addr, DataDir: dir, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
+		addr = env.APIAddr()
 		testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
 		return env
 	}
+
+	env := start()
 	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	job := `{"properties": {"startTime": "2030-01-01T09:00:00Z",
 		"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "POST",
 			"authentication": {"type": "Basic", "username": "u", "password": "kept-secret"}}},
 		"recurrence": {"frequency": "Day"}}}`
 
-	env := start()
 	if code, body := call(t, "PUT", base+"?api-version=2016-03-01", `{"properties": {}}`); code != http.StatusCreated {
 		t.Fatalf("collection: %d %s", code, body)
 	}
@@ -99,11 +90,11 @@ func TestAJobSurvivesARestart(t *testing.T) {
 // its execution message is on the EXEC stream.
 func TestAJobIsDispatched(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
-	env, err := Start(context.Background(), Config{Listen: addr, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	env, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := env.APIAddr()
 	defer env.Stop(context.Background())
 	testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
 	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"

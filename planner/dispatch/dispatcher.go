@@ -37,7 +37,7 @@ type Config struct {
 	// claimed it before another may take it over. Defaults to 30s.
 	Lease time.Duration
 	// Batch is the most occurrences claimed and published in one round.
-	// Defaults to 1000.
+	// Defaults to 5000.
 	Batch int
 	// MaxIdle is the longest the dispatcher waits between looks at the timer
 	// when it knows of nothing due sooner (another planner may have added
@@ -55,6 +55,11 @@ type Config struct {
 	// published, so that a job the store takes back (refused by the quota
 	// check a moment after it became visible) never fires. Defaults to 250ms.
 	Settle time.Duration
+	// Lookahead is how far ahead of their due time occurrences are claimed
+	// and their messages built, so that thousands due at the same second are
+	// ready when it comes. Each is still published at its due time, never
+	// earlier. Defaults to 500ms.
+	Lookahead time.Duration
 	// Replicas of the EXEC stream. Defaults to 1.
 	Replicas int
 	// Sealer seals the secrets of the actions in execution messages.
@@ -68,11 +73,12 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.Batch = cmp.Or(c.Batch, 1000)
+	c.Batch = cmp.Or(c.Batch, 5000)
 	c.MaxIdle = cmp.Or(c.MaxIdle, time.Second)
 	c.ActionTimeout = cmp.Or(c.ActionTimeout, 60*time.Second)
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
+	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -222,8 +228,19 @@ func (d *Dispatcher) wake() {
 	}
 }
 
-// follow keeps the timer in step with the store.
+// applyBatch is the most store changes applied in one round trip to Redis,
+// and gatherFor how long changes are gathered into a batch: the store hands
+// them over one at a time, a million of them at start.
+const (
+	applyBatch = 1000
+	gatherFor  = 2 * time.Millisecond
+)
+
+// follow keeps the timer in step with the store. Changes that are waiting
+// are applied together, so scheduling a million jobs at start costs a few
+// thousand round trips, not millions.
 func (d *Dispatcher) follow(ctx context.Context, changes <-chan store.Change, initial <-chan struct{}) {
+	batch := make([]store.Change, 0, applyBatch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -239,67 +256,134 @@ func (d *Dispatcher) follow(ctx context.Context, changes <-chan store.Change, in
 			if !ok {
 				return
 			}
-			if err := d.apply(ctx, c); err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Error("scheduling a job", slog.String("key", c.Key), slog.String("error", err.Error()))
+			batch = append(batch[:0], c)
+			gather := time.NewTimer(gatherFor)
+		drain:
+			for len(batch) < applyBatch {
+				select {
+				case c, ok := <-changes:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, c)
+				case <-gather.C:
+					break drain
+				}
+			}
+			gather.Stop()
+			if err := d.apply(ctx, batch); err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Error("scheduling jobs", slog.Int("changes", len(batch)), slog.String("error", err.Error()))
 			}
 		}
 	}
 }
 
-// apply schedules, reschedules or unschedules the job of one store change.
-func (d *Dispatcher) apply(ctx context.Context, c store.Change) error {
-	if c.Deleted || c.Job == nil {
-		d.mu.Lock()
-		delete(d.jobs, c.Key)
-		d.mu.Unlock()
-		return d.ix.RemoveJob(ctx, c.Key)
-	}
-	j := *c.Job
-	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
-	if err != nil {
-		return fmt.Errorf("compiling the schedule: %w", err)
-	}
-	key := j.Ref.KVKey()
-	d.mu.Lock()
-	prev := d.jobs[key]
-	d.jobs[key] = &cached{job: j, sched: sched}
-	d.mu.Unlock()
-	return d.schedule(ctx, j, sched, prev)
+// pendingJob is a job to (re)schedule, with the version seen before it.
+type pendingJob struct {
+	job   store.Job
+	sched *planner.Schedule
+	prev  *cached
 }
 
-// schedule puts the job's next occurrence in the timer. prev is the version
-// of the job seen before, if any.
-func (d *Dispatcher) schedule(ctx context.Context, j store.Job, sched *planner.Schedule, prev *cached) error {
-	key := j.Ref.KVKey()
-	if j.Properties.State != contracts.JobStateEnabled {
-		return d.ix.Remove(ctx, key, scheduleSlot)
+// apply schedules, reschedules or unschedules the jobs of store changes.
+func (d *Dispatcher) apply(ctx context.Context, changes []store.Change) error {
+	var (
+		errs []error
+		jobs []pendingJob
+	)
+	for _, c := range changes {
+		if c.Err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", c.Key, c.Err))
+			continue
+		}
+		if c.Deleted || c.Job == nil {
+			d.mu.Lock()
+			delete(d.jobs, c.Key)
+			d.mu.Unlock()
+			errs = append(errs, d.ix.RemoveJob(ctx, c.Key))
+			continue
+		}
+		j := *c.Job
+		sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compiling the schedule of %s: %w", c.Key, err))
+			continue
+		}
+		key := j.Ref.KVKey()
+		d.mu.Lock()
+		prev := d.jobs[key]
+		d.jobs[key] = &cached{job: j, sched: sched}
+		d.mu.Unlock()
+		jobs = append(jobs, pendingJob{job: j, sched: sched, prev: prev})
 	}
-	existing, found, err := d.ix.Get(ctx, key, scheduleSlot)
+	errs = append(errs, d.schedule(ctx, jobs))
+	return errors.Join(errs...)
+}
+
+// schedule puts the next occurrence of each job in the timer, or takes out
+// the jobs that are not enabled.
+func (d *Dispatcher) schedule(ctx context.Context, jobs []pendingJob) error {
+	var (
+		errs    []error
+		keys    []string
+		enabled []pendingJob
+	)
+	for _, p := range jobs {
+		key := p.job.Ref.KVKey()
+		if p.job.Properties.State != contracts.JobStateEnabled {
+			errs = append(errs, d.ix.Remove(ctx, key, scheduleSlot))
+			continue
+		}
+		keys = append(keys, key)
+		enabled = append(enabled, p)
+	}
+	if len(enabled) == 0 {
+		return errors.Join(errs...)
+	}
+	existing, found, err := d.ix.GetAll(ctx, keys, scheduleSlot)
 	if err != nil {
-		return err
-	}
-	if found && existing.Revision == j.Revision {
-		return nil // already scheduled from this version (another planner, or a replay)
-	}
-	if found && prev != nil && prev.job.Anchored.Equal(j.Anchored) {
-		// The schedule is unchanged (only the action or a detail changed):
-		// keep the pending occurrence and its numbering.
-		existing.Revision = j.Revision
-		return d.ix.Schedule(ctx, existing)
+		return errors.Join(append(errs, err)...)
 	}
 	now := d.cfg.Now()
-	entry, ok := firstEntry(j, sched, now, d.cfg.MissedGrace)
+	var entries []timer.Entry
+	for i, p := range enabled {
+		entry, keep := d.plan(p, existing[i], found[i], now)
+		switch {
+		case keep:
+		case entry == nil:
+			errs = append(errs, d.ix.Remove(ctx, keys[i], scheduleSlot))
+		default:
+			entries = append(entries, *entry)
+		}
+	}
+	if len(entries) > 0 {
+		errs = append(errs, d.ix.ScheduleAll(ctx, entries))
+		d.wake()
+	}
+	return errors.Join(errs...)
+}
+
+// plan decides a job's timer entry: keep the existing one (already
+// scheduled from this version), the existing occurrence under the new
+// revision (the schedule is unchanged: only the action or a detail
+// changed), or a fresh first occurrence; nil when the job never runs again.
+func (d *Dispatcher) plan(p pendingJob, existing timer.Entry, found bool, now time.Time) (entry *timer.Entry, keep bool) {
+	j := p.job
+	if found && existing.Revision == j.Revision {
+		return nil, true // another planner, or a replay, got here first
+	}
+	if found && p.prev != nil && p.prev.job.Anchored.Equal(j.Anchored) {
+		existing.Revision = j.Revision
+		return &existing, false
+	}
+	first, ok := firstEntry(j, p.sched, now, d.cfg.MissedGrace)
 	if !ok {
-		return d.ix.Remove(ctx, key, scheduleSlot)
+		return nil, false
 	}
-	if settled := j.Updated.Add(d.cfg.Settle); entry.Due.Before(settled) {
-		entry.Due = settled
+	if settled := j.Updated.Add(d.cfg.Settle); first.Due.Before(settled) {
+		first.Due = settled
 	}
-	if err := d.ix.Schedule(ctx, entry); err != nil {
-		return err
-	}
-	d.wake()
-	return nil
+	return &first, false
 }
 
 // firstEntry is the first occurrence of a job being (re)scheduled: its first
@@ -367,7 +451,7 @@ func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
 	wait := d.cfg.MaxIdle
 	if !failed {
 		if at, ok, err := d.ix.Earliest(ctx); err == nil && ok {
-			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
+			wait = min(wait, max(at.Sub(d.cfg.Now())-d.cfg.Lookahead, 0))
 		}
 	}
 	if wait <= 0 {
@@ -382,22 +466,25 @@ func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
 	}
 }
 
-// dispatchRound claims up to Batch due occurrences and dispatches them. It
-// returns how many it claimed.
+// dispatchRound claims up to Batch occurrences due within the lookahead,
+// builds their messages, publishes each at its due time and commits the
+// published ones. It returns how many it claimed.
 func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 	now := d.cfg.Now()
 	// Claim may return claims together with an error: they are in flight
-	// and are dispatched all the same.
-	claims, claimErr := d.ix.Claim(ctx, now, d.cfg.Lease, d.cfg.Batch)
+	// and are dispatched all the same. Claims come sorted by due time.
+	claims, claimErr := d.ix.Claim(ctx, now.Add(d.cfg.Lookahead), d.cfg.Lease+d.cfg.Lookahead, d.cfg.Batch)
 	if len(claims) == 0 {
 		return 0, claimErr
 	}
 	type pending struct {
 		claim timer.Claim
+		msg   *nats.Msg
 		ack   jetstream.PubAckFuture
 		next  *timer.Entry
 	}
 	var (
+		ready    []pending
 		inFlight []pending
 		errs     = []error{claimErr}
 	)
@@ -412,7 +499,7 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 			sched = job.sched
 		}
 		next := nextEntry(c, sched, now)
-		if job != nil && c.Occurrence == 1 && c.Attempt == 0 && c.Slot == scheduleSlot {
+		if job != nil && c.Occurrence == 1 && c.Attempt == 0 && c.Slot == scheduleSlot && now.Sub(job.job.Updated) < confirmWindow {
 			if job, err = d.confirm(ctx, c.JobKey); err != nil {
 				errs = append(errs, err, d.ix.Release(ctx, c))
 				continue
@@ -430,20 +517,29 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 			errs = append(errs, d.ix.Commit(ctx, c, next))
 			continue
 		}
-		ack, err := d.js.PublishMsgAsync(msg, jetstream.WithMsgID(msg.Header.Get(jetstream.MsgIDHeader)))
+		ready = append(ready, pending{claim: c, msg: msg, next: next})
+	}
+	for _, p := range ready {
+		if err := d.waitUntil(ctx, p.claim.Due); err != nil {
+			// Left claimed: the lease expiry returns it to the due set.
+			return len(claims), err
+		}
+		ack, err := d.js.PublishMsgAsync(p.msg, jetstream.WithMsgID(p.msg.Header.Get(jetstream.MsgIDHeader)))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("publishing %s: %w", c.JobKey, err), d.ix.Release(ctx, c))
+			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
 			continue
 		}
-		inFlight = append(inFlight, pending{claim: c, ack: ack, next: next})
+		p.ack = ack
+		inFlight = append(inFlight, p)
 	}
+	completions := make([]timer.Completion, 0, len(inFlight))
 	for _, p := range inFlight {
 		select {
 		case <-p.ack.Ok():
 			if d.beforeCommit != nil && !d.beforeCommit(p.claim) {
 				continue
 			}
-			errs = append(errs, d.ix.Commit(ctx, p.claim, p.next))
+			completions = append(completions, timer.Completion{Claim: p.claim, Next: p.next})
 		case err := <-p.ack.Err():
 			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
 		case <-ctx.Done():
@@ -452,7 +548,27 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 			return len(claims), ctx.Err()
 		}
 	}
+	if len(completions) > 0 {
+		errs = append(errs, d.ix.CommitAll(ctx, completions))
+	}
 	return len(claims), errors.Join(errs...)
+}
+
+// waitUntil returns when the clock reaches at, so that no execution is
+// published before it is due.
+func (d *Dispatcher) waitUntil(ctx context.Context, at time.Time) error {
+	wait := at.Sub(d.cfg.Now())
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // job returns the job of a timer entry: from the cache this dispatcher
@@ -479,6 +595,12 @@ func (d *Dispatcher) job(ctx context.Context, key string) (*cached, error) {
 	}
 	return &cached{job: j, sched: sched}, nil
 }
+
+// confirmWindow is how recently a job must have been written for its first
+// occurrence to be confirmed in the store before it is published. The store
+// takes back a job refused by the quota check within moments of writing it;
+// an older job that was deleted is long gone from the cache.
+const confirmWindow = 10 * time.Second
 
 // confirm reads a job from the store, bypassing the cache: nil when it is
 // gone.
@@ -610,8 +732,12 @@ func (d *Dispatcher) rebuildIfLost(ctx context.Context) error {
 	}
 	d.mu.RUnlock()
 	var errs []error
-	for _, c := range jobs {
-		errs = append(errs, d.schedule(ctx, c.job, c.sched, nil))
+	for start := 0; start < len(jobs); start += applyBatch {
+		batch := make([]pendingJob, 0, applyBatch)
+		for _, c := range jobs[start:min(start+applyBatch, len(jobs))] {
+			batch = append(batch, pendingJob{job: c.job, sched: c.sched})
+		}
+		errs = append(errs, d.schedule(ctx, batch))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

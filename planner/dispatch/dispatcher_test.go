@@ -38,10 +38,12 @@ type env struct {
 	rdb    redis.UniversalClient
 	prefix string
 	clock  *fakeClock
-	sealer *seal.Sealer
+	// realClock makes the planners use the real time instead of clock.
+	realClock bool
+	sealer    *seal.Sealer
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	e := &env{ns: testkit.NATS(t), clock: &fakeClock{}}
 	e.clock.Set(t0)
@@ -60,7 +62,7 @@ func setup(t *testing.T) *env {
 
 var collection = contracts.CollectionRef{Subscription: "sub", ResourceGroup: "rg", Collection: "jc"}
 
-func (e *env) openStore(t *testing.T, js jetstream.JetStream) *store.Store {
+func (e *env) openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), js, store.Config{Sealer: e.sealer, Now: e.clock.Now})
 	if err != nil {
@@ -71,7 +73,7 @@ func (e *env) openStore(t *testing.T, js jetstream.JetStream) *store.Store {
 
 // planner starts a dispatcher with its own NATS connection, store and timer
 // client, as a separate planner process would have.
-func (e *env) planner(t *testing.T, tweak func(*Config)) *Dispatcher {
+func (e *env) planner(t testing.TB, tweak func(*Config)) *Dispatcher {
 	t.Helper()
 	_, js := testkit.JetStream(t, e.ns)
 	ix, err := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
@@ -79,7 +81,10 @@ func (e *env) planner(t *testing.T, tweak func(*Config)) *Dispatcher {
 		t.Fatal(err)
 	}
 	cfg := Config{Lease: 30 * time.Second, Batch: 200, MaxIdle: 5 * time.Millisecond, Settle: time.Millisecond,
-		Sealer: e.sealer, Now: e.clock.Now}
+		Lookahead: time.Nanosecond, Sealer: e.sealer, Now: e.clock.Now} // the fake clock jumps to due instants
+	if e.realClock {
+		cfg.Now, cfg.Lookahead = time.Now, 0
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -91,7 +96,7 @@ func (e *env) planner(t *testing.T, tweak func(*Config)) *Dispatcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Stop)
-	testkit.Eventually(t, 10*time.Second, d.Ready, "the dispatcher did not become ready")
+	testkit.Eventually(t, 10*time.Minute, d.Ready, "the dispatcher did not become ready")
 	return d
 }
 
@@ -154,7 +159,7 @@ func (e *env) executions(t *testing.T) []contracts.Execution {
 	return out
 }
 
-func (e *env) count(t *testing.T) int {
+func (e *env) count(t testing.TB) int {
 	t.Helper()
 	stream, err := e.js.Stream(context.Background(), contracts.ExecStream)
 	if err != nil {

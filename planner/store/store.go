@@ -67,6 +67,8 @@ func (c Config) validate() error {
 // for concurrent use, and any number of Stores, in any number of processes,
 // may share one bucket.
 type Store struct {
+	js     jetstream.JetStream
+	bucket string
 	kv     jetstream.KeyValue
 	sealer *seal.Sealer
 	now    func() time.Time
@@ -83,7 +85,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: KV bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Store{kv: kv, sealer: cfg.Sealer, now: cfg.Now}, nil
+	return &Store{js: js, bucket: cfg.Bucket, kv: kv, sealer: cfg.Sealer, now: cfg.Now}, nil
 }
 
 // bindOrCreate binds an existing bucket without changing its configuration,

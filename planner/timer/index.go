@@ -184,6 +184,37 @@ func (ix *Index) get(ctx context.Context, jobKey, slot string) (Entry, bool, err
 	return e, err == nil, err
 }
 
+// GetAll returns the entries (jobKeys[i], slot) in one pipeline; found[i]
+// tells whether each exists. Unlike Get, an entry's value and score are not
+// read in one transaction: it serves rebuilds, which compare revisions.
+func (ix *Index) GetAll(ctx context.Context, jobKeys []string, slot string) (entries []Entry, found []bool, err error) {
+	values := make([]*redis.StringCmd, len(jobKeys))
+	scores := make([]*redis.FloatCmd, len(jobKeys))
+	_, err = ix.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, jobKey := range jobKeys {
+			keys, id := ix.keysOf(jobKey), entryID(jobKey, slot)
+			values[i] = pipe.HGet(ctx, keys[keyState], id)
+			scores[i] = pipe.ZScore(ctx, keys[keyDue], id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("getting %d entries: %w", len(jobKeys), err)
+	}
+	entries, found = make([]Entry, len(jobKeys)), make([]bool, len(jobKeys))
+	for i := range jobKeys {
+		v, err := values[i].Result()
+		if err != nil {
+			continue // absent (redis.Nil); a broken connection failed the pipeline above
+		}
+		due, dueErr := scores[i].Result()
+		if e, _, err := unpack(v, int64(due), dueErr == nil); err == nil {
+			entries[i], found[i] = e, true
+		}
+	}
+	return entries, found, nil
+}
+
 // Len returns the number of entries, pending and claimed.
 func (ix *Index) Len(ctx context.Context) (int64, error) {
 	cmds, err := pipelinePartitions(ctx, ix, func(pipe redis.Pipeliner, k partitionKeys) *redis.IntCmd {

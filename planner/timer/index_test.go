@@ -418,3 +418,22 @@ func TestKeys(t *testing.T) {
 		}
 	})
 }
+
+func TestGetAll(t *testing.T) {
+	t.Parallel()
+	ix, _ := setup(t, Config{})
+	ctx := context.Background()
+	a := Entry{JobKey: "j.s.r.c.a", Due: t0, Expected: t0, Occurrence: 1, Action: contracts.MainAction, Remaining: -1, Revision: 7}
+	b := a
+	b.JobKey, b.Revision = "j.s.r.c.b", 9
+	if err := ix.ScheduleAll(ctx, []Entry{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	entries, found, err := ix.GetAll(ctx, []string{"j.s.r.c.a", "j.s.r.c.none", "j.s.r.c.b"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found[0] || found[1] || !found[2] || entries[0].Revision != 7 || entries[2].Revision != 9 || !entries[2].Due.Equal(t0) {
+		t.Fatalf("found %v, entries %+v", found, entries)
+	}
+}
