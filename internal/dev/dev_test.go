@@ -117,3 +117,30 @@ func TestAJobIsDispatched(t *testing.T) {
 		return err == nil && info.State.Msgs == 1
 	}, "no execution on %s", contracts.ExecStream)
 }
+
+// /healthz answers while the process lives; /readyz only while NATS and
+// Redis answer and every job is scheduled.
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	env, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop(context.Background())
+	api := "http://" + env.APIAddr()
+	if code, _ := call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		code, _ := call(t, "GET", api+"/readyz", "")
+		return code == http.StatusOK
+	}, "/readyz never ready")
+	env.redis.Close() // Redis goes away
+	code, body := call(t, "GET", api+"/readyz", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Redis") {
+		t.Fatalf("/readyz without Redis: %d %s", code, body)
+	}
+	if code, _ := call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz without Redis: %d", code)
+	}
+}

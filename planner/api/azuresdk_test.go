@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	//lint:ignore SA1019 the retired service's own client is what existing users run, so it is the one to stay compatible with
 	"github.com/Azure/azure-sdk-for-go/services/scheduler/mgmt/2016-03-01/scheduler"
 	"github.com/Azure/go-autorest/autorest"
 	"github.com/Azure/go-autorest/autorest/date"
