@@ -131,15 +131,26 @@ func (s *Store) PutCollection(ctx context.Context, c Collection, expected uint64
 		c.Revision = rev
 		return c, nil
 	}
-	rev, err := s.kv.Update(ctx, key, value, expected)
-	if isMismatch(err) {
-		return Collection{}, fmt.Errorf("updating collection %s: %w", key, s.mismatch(ctx, key))
-	}
+	rev, err := s.update(ctx, "collection", key, value, expected)
 	if err != nil {
-		return Collection{}, fmt.Errorf("updating collection %s: %w", key, err)
+		return Collection{}, err
 	}
 	c.Revision = rev
 	return c, nil
+}
+
+// update writes value at key if the key is at revision expected. A failed
+// compare-and-set is ErrNotFound when the key is gone and ErrConflict when
+// it has changed; errors name the kind of record and its key.
+func (s *Store) update(ctx context.Context, kind, key string, value []byte, expected uint64) (uint64, error) {
+	rev, err := s.kv.Update(ctx, key, value, expected)
+	if isMismatch(err) {
+		err = s.mismatch(ctx, key)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("updating %s %s: %w", kind, key, err)
+	}
+	return rev, nil
 }
 
 // mismatch tells why a compare-and-set on key failed: ErrNotFound when the

@@ -322,12 +322,9 @@ func (s *Store) UpdateJob(ctx context.Context, j Job, expected uint64) (Job, err
 	if err != nil {
 		return Job{}, err
 	}
-	rev, err := s.kv.Update(ctx, key, value, expected)
-	if isMismatch(err) {
-		return Job{}, fmt.Errorf("updating job %s: %w", key, s.mismatch(ctx, key))
-	}
+	rev, err := s.update(ctx, "job", key, value, expected)
 	if err != nil {
-		return Job{}, fmt.Errorf("updating job %s: %w", key, err)
+		return Job{}, err
 	}
 	j.Revision = rev
 	return j, nil
