@@ -39,6 +39,7 @@ func newServePlannerCommand() *cobra.Command {
 	flags.StringVar(&tokens, "api-tokens", env(envAPITokens, ""), "comma-separated bearer tokens the API accepts; required beyond loopback (env "+envAPITokens+")")
 	flags.StringVar(&keyFile, "encryption-key-file", env(envKeyFile, ""), "file holding the base64 key that encrypts secrets (env "+envKeyFile+", or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&cfg.Partitions, "partitions", 16, "timer partitions (Redis hash slots); all planners must agree")
+	flags.StringVar(&cfg.RedisPrefix, "redis-prefix", "sched", "prefix of the planners' Redis keys; all planners must agree")
 	flags.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the KV bucket and streams (3 in a NATS cluster)")
 	flags.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claimed occurrence stays with its planner")
 	logger := logFlags(cmd, "json")

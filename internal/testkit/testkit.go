@@ -98,6 +98,10 @@ func Redis(t testing.TB) (redis.UniversalClient, string, *miniredis.Miniredis) {
 	return rdb, prefix, mr
 }
 
+// RedisURL returns SCHEDULER_TEST_REDIS_URL ("" when the tests use
+// miniredis).
+func RedisURL() string { return os.Getenv(RedisURLEnv) }
+
 // RealRedis reports whether the tests run against a real Redis server.
 func RealRedis() bool { return os.Getenv(RedisURLEnv) != "" }
 

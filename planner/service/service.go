@@ -42,6 +42,9 @@ type Config struct {
 	EncryptionKey []byte
 	// Partitions of the timer. Defaults to 16.
 	Partitions int
+	// RedisPrefix starts every key the planners keep in Redis, so that
+	// several schedulers can share one server. Defaults to "sched".
+	RedisPrefix string
 	// Replicas of the KV bucket and streams. Defaults to 1.
 	Replicas int
 	// Lease of a claimed occurrence. Defaults to 30s.
@@ -141,7 +144,7 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ix, err := timer.New(s.rdb, timer.Config{Partitions: cfg.Partitions})
+	ix, err := timer.New(s.rdb, timer.Config{Prefix: cfg.RedisPrefix, Partitions: cfg.Partitions})
 	if err != nil {
 		return err
 	}
