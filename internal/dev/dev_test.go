@@ -17,18 +17,6 @@ import (
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
-func call(t *testing.T, method, url, body string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(data)
-}
-
 // A collection and a job created through the API survive a restart of the
 // development environment, and the job is scheduled again in the new,
 // empty embedded Redis.
@@ -54,17 +42,17 @@ func TestAJobSurvivesARestart(t *testing.T) {
 			"authentication": {"type": "Basic", "username": "u", "password": "kept-secret"}}},
 		"recurrence": {"frequency": "Day"}}}`
 
-	if code, body := call(t, "PUT", base+"?api-version=2016-03-01", `{"properties": {}}`); code != http.StatusCreated {
+	if code, body := testkit.Call(t, "PUT", base+"?api-version=2016-03-01", `{"properties": {}}`); code != http.StatusCreated {
 		t.Fatalf("collection: %d %s", code, body)
 	}
-	if code, body := call(t, "PUT", base+"/jobs/nightly?api-version=2016-03-01", job); code != http.StatusCreated {
+	if code, body := testkit.Call(t, "PUT", base+"/jobs/nightly?api-version=2016-03-01", job); code != http.StatusCreated {
 		t.Fatalf("job: %d %s", code, body)
 	}
 	env.Stop(context.Background())
 
 	env = start()
 	defer env.Stop(context.Background())
-	code, body := call(t, "GET", base+"/jobs/nightly?api-version=2016-03-01", "")
+	code, body := testkit.Call(t, "GET", base+"/jobs/nightly?api-version=2016-03-01", "")
 	if code != http.StatusOK {
 		t.Fatalf("after the restart: %d %s", code, body)
 	}
@@ -98,8 +86,8 @@ func TestAJobIsDispatched(t *testing.T) {
 	defer env.Stop(context.Background())
 	testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
 	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
-	call(t, "PUT", base, `{"properties": {}}`)
-	if code, body := call(t, "PUT", base+"/jobs/now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`); code != http.StatusCreated {
+	testkit.Call(t, "PUT", base, `{"properties": {}}`)
+	if code, body := testkit.Call(t, "PUT", base+"/jobs/now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`); code != http.StatusCreated {
 		t.Fatalf("job: %d %s", code, body)
 	}
 	nc, err := nats.Connect(env.NATSURL())
@@ -128,19 +116,19 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	defer env.Stop(context.Background())
 	api := "http://" + env.APIAddr()
-	if code, _ := call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+	if code, _ := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
 		t.Fatalf("/healthz: %d", code)
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool {
-		code, _ := call(t, "GET", api+"/readyz", "")
+		code, _ := testkit.Call(t, "GET", api+"/readyz", "")
 		return code == http.StatusOK
 	}, "/readyz never ready")
 	env.redis.Close() // Redis goes away
-	code, body := call(t, "GET", api+"/readyz", "")
+	code, body := testkit.Call(t, "GET", api+"/readyz", "")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Redis") {
 		t.Fatalf("/readyz without Redis: %d %s", code, body)
 	}
-	if code, _ := call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+	if code, _ := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
 		t.Fatalf("/healthz without Redis: %d", code)
 	}
 }

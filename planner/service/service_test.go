@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,15 +32,7 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 	defer svc.Stop(context.Background())
 	api := "http://" + svc.Addr()
 	do := func(method, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer secret-token")
-		res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		data, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(data)
+		return testkit.Call(t, method, api+path, body, "Authorization", "Bearer secret-token")
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := do("GET", "/readyz", ""); return code == http.StatusOK }, "never ready")
 	base := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
