@@ -193,3 +193,26 @@ type RetryPolicy struct {
 	RetryInterval string `json:"retryInterval,omitempty"`
 	RetryCount    *int   `json:"retryCount,omitempty"`
 }
+
+// ActionOf returns the named action of a job whose main action is a: a
+// itself, or its error action (nil when it has none).
+func (a *JobAction) ActionOf(name ActionName) *JobAction {
+	if a == nil || name != ErrorAction {
+		return a
+	}
+	return a.ErrorAction
+}
+
+// RetryPolicyOf returns the retry policy that applies to the named action
+// of a job whose main action is a: the main action's own, or the error
+// action's own, falling back to the main action's when it has none (the
+// original documentation: the same policy applies to both).
+func (a *JobAction) RetryPolicyOf(name ActionName) *RetryPolicy {
+	if a == nil {
+		return nil
+	}
+	if e := a.ErrorAction; name == ErrorAction && e != nil && e.RetryPolicy != nil {
+		return e.RetryPolicy
+	}
+	return a.RetryPolicy
+}

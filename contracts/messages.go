@@ -88,20 +88,32 @@ type Execution struct {
 	Job JobRef `json:"job"`
 	// ActionName tells the main action from the error action.
 	ActionName ActionName `json:"actionName"`
-	// Occurrence is the 1-based number of the occurrence (history's repeatCount).
+	// Occurrence is the 1-based number of the occurrence (history's
+	// repeatCount); 0 for a run requested outside the schedule.
 	Occurrence int64 `json:"occurrence"`
 	// Attempt is the 0-based retry count within the occurrence.
 	Attempt int `json:"attempt"`
-	// ExpectedTime is when the attempt was due.
+	// ExpectedTime is when the occurrence was due; every attempt of the
+	// occurrence has the same.
 	ExpectedTime time.Time `json:"expectedTime"`
-	// DispatchedAt is when the planner claimed the occurrence and built the
-	// message (at most its lookahead before it is due; it is published at
-	// ExpectedTime or later).
+	// DispatchedAt is when the planner claimed the attempt and built the
+	// message (at most its lookahead before it is due; it is published when
+	// due or later).
 	DispatchedAt time.Time `json:"dispatchedAt"`
-	// Action is the JobAction to perform, its secrets sealed by the planner.
+	// Action is the JobAction to perform, its secrets sealed by the planner
+	// for the OccurrenceID.
 	Action json.RawMessage `json:"action"`
 	// Timeout is how long the worker may spend on the attempt.
 	Timeout Millis `json:"timeoutMs"`
+	// Revision is the KV revision of the job definition the attempt was
+	// built from.
+	Revision uint64 `json:"revision,omitempty"`
+	// LastAttempt says that no retry follows if this attempt fails: the
+	// retry policy is used up.
+	LastAttempt bool `json:"lastAttempt,omitempty"`
+	// LastOccurrence says that the job has no occurrence after this one:
+	// when it ends, the job is Completed or Faulted.
+	LastOccurrence bool `json:"lastOccurrence,omitempty"`
 }
 
 // Validate makes light checks that a consumer can act on the message.
@@ -115,6 +127,10 @@ func (e Execution) Validate() error {
 	return p.err("execution")
 }
 
+// Run reports whether the execution is of a run requested outside the
+// schedule (POST …/run), which has no occurrence number.
+func (e Execution) Run() bool { return e.Occurrence == 0 }
+
 // Outcome is how an attempt ended.
 type Outcome string
 
@@ -126,19 +142,24 @@ const (
 	Failed Outcome = "Failed"
 )
 
-// Result reports one attempt, published by the worker that performed it.
+// Result reports one attempt, published by the worker that performed it as
+// the data of a CloudEvent (see ResultEvent).
 type Result struct {
 	// Version is MessageVersion.
 	Version int `json:"v"`
-	// OccurrenceID, OccurrenceKey, Job, ActionName, Occurrence, Attempt and
-	// ExpectedTime are copied from the Execution.
-	OccurrenceID  string     `json:"occurrenceId"`
-	OccurrenceKey string     `json:"occurrenceKey"`
-	Job           JobRef     `json:"job"`
-	ActionName    ActionName `json:"actionName"`
-	Occurrence    int64      `json:"occurrence"`
-	Attempt       int        `json:"attempt"`
-	ExpectedTime  time.Time  `json:"expectedTime"`
+	// OccurrenceID, OccurrenceKey, Job, ActionName, Occurrence, Attempt,
+	// ExpectedTime, Revision, LastAttempt and LastOccurrence are copied from
+	// the Execution.
+	OccurrenceID   string     `json:"occurrenceId"`
+	OccurrenceKey  string     `json:"occurrenceKey"`
+	Job            JobRef     `json:"job"`
+	ActionName     ActionName `json:"actionName"`
+	Occurrence     int64      `json:"occurrence"`
+	Attempt        int        `json:"attempt"`
+	ExpectedTime   time.Time  `json:"expectedTime"`
+	Revision       uint64     `json:"revision,omitempty"`
+	LastAttempt    bool       `json:"lastAttempt,omitempty"`
+	LastOccurrence bool       `json:"lastOccurrence,omitempty"`
 	// ActionType is the type of the action performed.
 	ActionType ActionType `json:"actionType"`
 	// StartTime and EndTime bound the attempt as the worker measured it.
@@ -146,14 +167,49 @@ type Result struct {
 	EndTime   time.Time `json:"endTime"`
 	// Outcome is how the attempt ended.
 	Outcome Outcome `json:"outcome"`
-	// StatusCode is the HTTP status of an HTTP action, when it got one.
+	// StatusCode is the HTTP status the target answered with, when it
+	// answered over HTTP.
 	StatusCode int `json:"statusCode,omitempty"`
 	// Error says why the attempt failed.
 	Error string `json:"error,omitempty"`
 	// Message is the text of the history entry.
 	Message string `json:"message"`
+	// Response is the start of the target's response body, at most 2,048
+	// bytes.
+	Response string `json:"response,omitempty"`
 	// Worker names the worker that performed the attempt.
 	Worker string `json:"worker,omitempty"`
+}
+
+// Result returns the result of the execution's attempt, with the fields
+// copied from the execution filled in.
+func (e Execution) Result(actionType ActionType) Result {
+	return Result{
+		Version: MessageVersion, OccurrenceID: e.OccurrenceID, OccurrenceKey: e.OccurrenceKey, Job: e.Job,
+		ActionName: e.ActionName, Occurrence: e.Occurrence, Attempt: e.Attempt, ExpectedTime: e.ExpectedTime,
+		Revision: e.Revision, LastAttempt: e.LastAttempt, LastOccurrence: e.LastOccurrence, ActionType: actionType,
+	}
+}
+
+// Faulted reports whether the result faults its occurrence: the main
+// action failed and no retry follows.
+func (r Result) Faulted() bool {
+	return r.ActionName == MainAction && r.Outcome != Succeeded && r.LastAttempt
+}
+
+// Ends reports whether the occurrence ends with this attempt when the job
+// has no error action (hasErrorAction false) or has one: it succeeded, or
+// it failed and neither a retry nor the error action follows.
+func (r Result) Ends(hasErrorAction bool) bool {
+	switch {
+	case r.Outcome == Succeeded:
+		return true
+	case !r.LastAttempt:
+		return false
+	case r.ActionName == MainAction:
+		return !hasErrorAction
+	}
+	return true
 }
 
 // Validate makes light checks that a consumer can act on the message.
@@ -166,9 +222,9 @@ func (r Result) Validate() error {
 	return p.err("result")
 }
 
-// HistoryEntry makes the history entry of the result; seq is the history
-// stream's sequence number, which orders entries with the same start time.
-func (r Result) HistoryEntry(seq uint64) HistoryEntry {
+// HistoryEntry makes the history entry of the result. Its ID is set when it
+// is read back, from the history stream's sequence number (see HistoryID).
+func (r Result) HistoryEntry() HistoryEntry {
 	status := StatusCompleted
 	if r.Outcome != Succeeded {
 		status = StatusFailed
@@ -177,7 +233,6 @@ func (r Result) HistoryEntry(seq uint64) HistoryEntry {
 		Version:      MessageVersion,
 		OccurrenceID: r.OccurrenceID,
 		Job:          r.Job,
-		ID:           HistoryID(r.StartTime, seq),
 		ActionName:   r.ActionName,
 		Status:       status,
 		Message:      r.Message,
@@ -198,8 +253,9 @@ type HistoryEntry struct {
 	OccurrenceID string `json:"occurrenceId"`
 	// Job is the job the attempt belongs to.
 	Job JobRef `json:"job"`
-	// ID is the entry's HistoryID, its name in the API.
-	ID string `json:"id"`
+	// ID is the entry's HistoryID, its name in the API; it is not stored,
+	// but set from the entry's sequence number when it is read.
+	ID string `json:"-"`
 	// ActionName tells the main action from the error action.
 	ActionName ActionName `json:"actionName"`
 	// Status is Completed or Failed.
@@ -292,7 +348,7 @@ func (p *problems) occurrence(id string, job JobRef, action ActionName, occurren
 		*p = append(*p, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	p.check(slices.Contains(ActionNames, action), fmt.Sprintf("actionName %q is not one of %s", action, EnumList(ActionNames)))
-	p.check(occurrence >= 1, "occurrence must be at least 1")
+	p.check(occurrence >= 0, "occurrence must not be negative")
 	p.check(attempt >= 0, "attempt must not be negative")
 }
 

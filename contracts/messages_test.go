@@ -153,7 +153,7 @@ func TestMessagesJSON(t *testing.T) {
 	}{
 		{"an execution has its wire names", validExecution(), []string{`"v":1`, `"occurrenceId":`, `"job":{"subscription":"sub","resourceGroup":"rg","collection":"coll","job":"job"}`, `"timeoutMs":60000`, `"action":{"type":"Http"}`}},
 		{"a result has its wire names", validResult(), []string{`"v":1`, `"outcome":"Succeeded"`, `"statusCode":200`, `"actionType":"Http"`}},
-		{"a history entry has its wire names", validResult().HistoryEntry(3), []string{`"v":1`, `"status":"Completed"`, `"retryCount":2`, `"repeatCount":7`}},
+		{"a history entry has its wire names", validResult().HistoryEntry(), []string{`"v":1`, `"status":"Completed"`, `"retryCount":2`, `"repeatCount":7`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,9 +196,9 @@ func TestMessageValidate(t *testing.T) {
 		}(), `occurrenceId "xyz" is not 32 hex digits; job name "a/b" is not valid`},
 		{"an execution without action or timeout is rejected", func() error {
 			e := validExecution()
-			e.Action, e.Timeout, e.Occurrence = nil, 0, 0
+			e.Action, e.Timeout, e.Occurrence = nil, 0, -1
 			return e.Validate()
-		}(), "occurrence must be at least 1; action is missing; timeoutMs must be positive"},
+		}(), "occurrence must not be negative; action is missing; timeoutMs must be positive"},
 		{"a result with an unknown outcome is rejected", func() error { r := validResult(); r.Outcome = "Maybe"; return r.Validate() }(), `outcome "Maybe" is not Succeeded or Failed`},
 		{"a result that ends before it starts is rejected", func() error {
 			r := validResult()
@@ -238,10 +238,7 @@ func TestHistoryEntryProperties(t *testing.T) {
 			t.Parallel()
 			r := validResult()
 			r.Outcome = tt.outcome
-			h := r.HistoryEntry(5)
-			if h.ID != HistoryID(r.StartTime, 5) {
-				t.Errorf("ID = %q, want the HistoryID of the start", h.ID)
-			}
+			h := r.HistoryEntry()
 			p := h.Properties()
 			if p.Status != tt.wantStatus || p.RetryCount != 2 || p.RepeatCount != 7 || !p.StartTime.Equal(r.StartTime) ||
 				!p.ExpectedExecutionTime.Equal(r.ExpectedTime) || p.ActionName != MainAction || p.Message != r.Message {

@@ -18,6 +18,12 @@ const (
 	WorkersConsumer = "workers"
 	// ResultsStream holds one result event per attempt.
 	ResultsStream = "RESULTS"
+	// PlannerConsumer is the durable consumer on ResultsStream the planners
+	// share: retries, the error action, counters and final states.
+	PlannerConsumer = "planner"
+	// HistoryConsumer is the durable consumer on ResultsStream the history
+	// consumers share: it stores every result as a history entry.
+	HistoryConsumer = "history"
 	// HistoryStream holds the history entries the API serves.
 	HistoryStream = "HISTORY"
 	// IntakeStream holds job definitions published for the planner to apply.
@@ -119,4 +125,18 @@ func (r JobRef) CollectionRef() CollectionRef {
 func (r JobRef) Tokens() string { return r.CollectionRef().Tokens() + "." + Token(r.Job) }
 
 // KVKey returns the job's key in JobsBucket: "j.<sub>.<rg>.<collection>.<job>".
-func (r JobRef) KVKey() string { return "j." + r.Tokens() }
+func (r JobRef) KVKey() string { return JobKeyOfTokens(r.Tokens()) }
+
+// jobKeyPrefix starts the KV key of every job.
+const jobKeyPrefix = "j."
+
+// JobTokensOfKey returns the subject tokens of the job whose KV key is key
+// ("j.<sub>.<rg>.<collection>.<job>" gives "<sub>.<rg>.<collection>.<job>"),
+// false for a key that is not a job's.
+func JobTokensOfKey(key string) (string, bool) {
+	tokens, ok := strings.CutPrefix(key, jobKeyPrefix)
+	return tokens, ok && tokens != ""
+}
+
+// JobKeyOfTokens returns the KV key of the job named by subject tokens.
+func JobKeyOfTokens(tokens string) string { return jobKeyPrefix + tokens }

@@ -295,6 +295,25 @@ func (s *Schedule) Next(t time.Time) (time.Time, bool) {
 	return unixUTC(next), true
 }
 
+// Resume returns the first occurrence that has not run, and its 1-based
+// number: the first occurrence when the schedule has reached none, else the
+// one after occurrence reached, which was due at reachedAt. An occurrence
+// due before the schedule's anchor (its creation time) belongs to an earlier
+// start of the schedule, and is ignored. It reports false when no
+// occurrence is left: the end time has passed or the count is used up.
+func (s *Schedule) Resume(reached int64, reachedAt time.Time) (time.Time, int64, bool) {
+	if reached <= 0 || reachedAt.Unix() < s.created {
+		at, ok := s.First()
+		return at, 1, ok
+	}
+	n := reached + 1
+	if s.count > 0 && n > int64(s.count) {
+		return time.Time{}, n, false
+	}
+	at, ok := s.Next(reachedAt)
+	return at, n, ok
+}
+
 // Upcoming returns up to n occurrences from the first, honouring the count and
 // the end time: what `scheduler preview` prints.
 func (s *Schedule) Upcoming(n int) []time.Time {

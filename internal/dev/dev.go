@@ -1,8 +1,9 @@
 // Package dev runs the whole scheduler in one process for `scheduler dev`:
 // an embedded NATS server with JetStream (file store under the data
-// directory, so collections and jobs survive a restart), an embedded
-// Redis-protocol server (miniredis, rebuilt from NATS at every start), and
-// the planner with its API.
+// directory, so collections, jobs and history survive a restart), an
+// embedded Redis-protocol server (miniredis, rebuilt from NATS at every
+// start), and the three roles: the planner with its API, a worker and the
+// history consumer.
 package dev
 
 import (
@@ -18,8 +19,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/jobscheduler/scheduler/actions/builtin"
+	historyservice "github.com/jobscheduler/scheduler/history/service"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/planner/service"
+	"github.com/jobscheduler/scheduler/worker"
+	workerservice "github.com/jobscheduler/scheduler/worker/service"
 )
 
 // Config configures the development environment.
@@ -29,6 +34,10 @@ type Config struct {
 	// DataDir holds the NATS store and the encryption key. Defaults to
 	// ./scheduler-data.
 	DataDir string
+	// Actions configures the worker's senders. HTTP actions may always
+	// reach loopback addresses in dev, so that a job can call a local
+	// endpoint.
+	Actions builtin.Config
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -38,6 +47,8 @@ type Env struct {
 	nats    *server.Server
 	redis   *miniredis.Miniredis
 	planner *service.Service
+	worker  *workerservice.Service
+	history *historyservice.Service
 }
 
 // Start starts the embedded servers and the planner.
@@ -72,9 +83,24 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		e.Stop(context.Background())
 		return nil, fmt.Errorf("starting the embedded Redis server: %w", err)
 	}
+	e.history, err = historyservice.Start(ctx, historyservice.Config{NATSURL: e.nats.ClientURL(), Logger: cfg.Logger})
+	if err != nil {
+		e.Stop(context.Background())
+		return nil, err
+	}
 	e.planner, err = service.Start(ctx, service.Config{
 		NATSURL: e.nats.ClientURL(), RedisURL: "redis://" + e.redis.Addr(),
 		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger,
+	})
+	if err != nil {
+		e.Stop(context.Background())
+		return nil, err
+	}
+	actions := cfg.Actions
+	actions.HTTP.AllowLoopback = true
+	e.worker, err = workerservice.Start(ctx, workerservice.Config{
+		NATSURL: e.nats.ClientURL(), EncryptionKey: key, Actions: actions, Logger: cfg.Logger,
+		Worker: worker.Config{DrainTimeout: 5 * time.Second},
 	})
 	if err != nil {
 		e.Stop(context.Background())
@@ -92,10 +118,16 @@ func (e *Env) NATSURL() string { return e.nats.ClientURL() }
 // Ready reports whether every stored job has been scheduled.
 func (e *Env) Ready() bool { return e.planner != nil && e.planner.Ready() }
 
-// Stop stops the planner and the embedded servers.
+// Stop stops the roles and the embedded servers.
 func (e *Env) Stop(ctx context.Context) {
+	if e.worker != nil {
+		e.worker.Stop(ctx)
+	}
 	if e.planner != nil {
 		e.planner.Stop(ctx)
+	}
+	if e.history != nil {
+		e.history.Stop(ctx)
 	}
 	if e.redis != nil {
 		e.redis.Close()

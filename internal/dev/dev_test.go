@@ -3,15 +3,14 @@ package dev
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
@@ -74,36 +73,59 @@ func TestAJobSurvivesARestart(t *testing.T) {
 	}
 }
 
-// A job created through the API without a start time is dispatched at once:
-// its execution message is on the EXEC stream.
-func TestAJobIsDispatched(t *testing.T) {
+// A job created through the API without a start time runs at once: dev's
+// worker calls its HTTP endpoint on loopback, and the job's history and
+// status show the call.
+func TestAJobCallsItsEndpointAndItsHistoryShowsTheCall(t *testing.T) {
 	t.Parallel()
+	calls := make(chan *http.Request, 10)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls <- r
+		w.Header().Set("X-Reply", "yes")
+		fmt.Fprint(w, "hello from the target")
+	}))
+	defer target.Close()
 	env, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := env.APIAddr()
 	defer env.Stop(context.Background())
 	testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
-	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	base := "http://" + env.APIAddr() + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	testkit.Call(t, "PUT", base, `{"properties": {}}`)
-	if code, body := testkit.Call(t, "PUT", base+"/jobs/now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`); code != http.StatusCreated {
+	job := fmt.Sprintf(`{"action": {"type": "Http", "request": {"uri": %q, "method": "POST", "body": "ping"}}}`, target.URL+"/hook")
+	if code, body := testkit.Call(t, "PUT", base+"/jobs/now", job); code != http.StatusCreated {
 		t.Fatalf("job: %d %s", code, body)
 	}
-	nc, err := nats.Connect(env.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		s, err := js.Stream(context.Background(), contracts.ExecStream)
-		if err != nil {
-			return false
+	select {
+	case r := <-calls:
+		if r.Method != "POST" || r.URL.Path != "/hook" || r.Header.Get("x-ms-scheduler-jobid") != "now" || r.Header.Get("Idempotency-Key") == "" {
+			t.Fatalf("the target got %s %s with headers %v", r.Method, r.URL, r.Header)
 		}
-		info, err := s.Info(context.Background())
-		return err == nil && info.State.Msgs == 1
-	}, "no execution on %s", contracts.ExecStream)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the target was not called")
+	}
+
+	var history contracts.JobHistoryListResult
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		_, body := testkit.Call(t, "GET", base+"/jobs/now/history?api-version=2016-03-01", "")
+		return json.Unmarshal([]byte(body), &history) == nil && len(history.Value) == 1
+	}, "the history does not show the call")
+	h := history.Value[0].Properties
+	host := strings.TrimPrefix(target.URL, "http://")
+	host = host[:strings.Index(host, ":")]
+	if h.Status != "" || h.ActionName != contracts.MainAction || h.RepeatCount != 1 || h.RetryCount != 0 ||
+		!strings.HasPrefix(h.Message, "Http Action - Response from host '"+host+"': 'OK'") || !strings.Contains(h.Message, "hello from the target") {
+		t.Fatalf("history entry %+v", h)
+	}
+	var got contracts.JobDefinition
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		_, body := testkit.Call(t, "GET", base+"/jobs/now?api-version=2016-03-01", "")
+		return json.Unmarshal([]byte(body), &got) == nil && got.Properties.State == contracts.JobStateCompleted
+	}, "the one-time job did not complete")
+	if st := got.Properties.Status; st == nil || st.ExecutionCount != 1 || st.FailureCount != 0 || st.LastExecutionTime == nil || st.NextExecutionTime != nil {
+		t.Fatalf("status %+v", got.Properties.Status)
+	}
 }
 
 // /healthz answers while the process lives; /readyz only while NATS and

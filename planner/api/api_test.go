@@ -27,8 +27,8 @@ type fakeScheduling struct {
 	runs []contracts.JobRef
 }
 
-func (f *fakeScheduling) NextExecution(context.Context, contracts.JobRef) (time.Time, bool, error) {
-	return time.Time{}, false, nil
+func (f *fakeScheduling) Runtimes(_ context.Context, refs []contracts.JobRef) ([]time.Time, []contracts.Tally, error) {
+	return make([]time.Time, len(refs)), make([]contracts.Tally, len(refs)), nil
 }
 
 func (f *fakeScheduling) RunNow(_ context.Context, j store.Job) error {

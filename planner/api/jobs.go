@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,33 +35,70 @@ func final(s contracts.JobState) bool {
 // renderJob returns the job as the API shows it: secrets removed, status
 // filled in.
 func (s *Server) renderJob(ctx context.Context, j store.Job) contracts.JobDefinition {
-	props := j.Properties.Redacted()
-	status := &contracts.JobStatus{}
-	if props.State == contracts.JobStateEnabled {
-		if next, ok := s.nextExecution(ctx, j); ok {
-			status.NextExecutionTime = &next
-		}
-	}
-	props.Status = status
-	return contracts.JobDefinition{
-		ID: jobID(j.Ref), Type: contracts.JobResourceType, Name: j.Ref.Collection + "/" + j.Ref.Job, Properties: props,
-	}
+	return s.renderJobs(ctx, []store.Job{j})[0]
 }
 
-// nextExecution asks the timer; a job it does not hold yet (just written)
-// gets its next occurrence from its definition.
-func (s *Server) nextExecution(ctx context.Context, j store.Job) (time.Time, bool) {
-	if s.sched != nil {
-		if next, ok, err := s.sched.NextExecution(ctx, j.Ref); err == nil && ok {
-			return next.UTC(), true
+// renderJobs renders jobs with their status, asking the timer about all of
+// them at once. When the timer does not answer, counters show 0 and the
+// next execution is computed from the definition.
+func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.JobDefinition {
+	var (
+		next    []time.Time
+		tallies []contracts.Tally
+	)
+	if s.sched != nil && len(jobs) > 0 {
+		refs := make([]contracts.JobRef, len(jobs))
+		for i, j := range jobs {
+			refs[i] = j.Ref
 		}
+		var err error
+		if next, tallies, err = s.sched.Runtimes(ctx, refs); err != nil {
+			s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
+			next, tallies = nil, nil
+		}
+	}
+	out := make([]contracts.JobDefinition, len(jobs))
+	for i, j := range jobs {
+		props := j.Properties.Redacted()
+		status := contracts.JobStatus{}
+		if tallies != nil {
+			status = tallies[i].Status()
+		}
+		if props.State == contracts.JobStateEnabled {
+			var at time.Time
+			if next != nil {
+				at = next[i]
+			}
+			var tally contracts.Tally
+			if tallies != nil {
+				tally = tallies[i]
+			}
+			if at, ok := s.nextExecution(j, at, tally); ok {
+				status.NextExecutionTime = &at
+			}
+		}
+		props.Status = &status
+		out[i] = contracts.JobDefinition{
+			ID: jobID(j.Ref), Type: contracts.JobResourceType, Name: j.Ref.Collection + "/" + j.Ref.Job, Properties: props,
+		}
+	}
+	return out
+}
+
+// nextExecution returns the timer's next execution of the job, scheduled;
+// a job the timer does not hold (just written, or its schedule ran out)
+// gets its next occurrence from its definition and the occurrence its
+// schedule reached.
+func (s *Server) nextExecution(j store.Job, scheduled time.Time, tally contracts.Tally) (time.Time, bool) {
+	if !scheduled.IsZero() {
+		return scheduled.UTC(), true
 	}
 	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
 	if err != nil {
 		return time.Time{}, false
 	}
 	now := s.cfg.Now().Truncate(time.Second)
-	first, ok := sched.First()
+	first, _, ok := sched.Resume(tally.Occurrence, tally.OccurrenceTime)
 	if ok && first.Before(now) {
 		first, ok = sched.Next(now.Add(-time.Second))
 	}
@@ -264,14 +303,16 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.Jo
 	return nil
 }
 
-// page is a parsed $top, $skip and $filter.
+// page is a parsed $top and $skip, and the value of a $filter on one field.
 type page struct {
 	top, skip int
 	hasTop    bool
-	state     contracts.JobState
+	filter    string
 }
 
-func parsePage(q url.Values) (page, *apiError) {
+// parsePage reads $top, $skip and $filter; the filter may only be
+// "<field> eq <one of values>" (any case, the value optionally quoted).
+func parsePage[T ~string](q url.Values, field string, values []T) (page, *apiError) {
 	var p page
 	if v := q.Get("$top"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -289,16 +330,27 @@ func parsePage(q url.Values) (page, *apiError) {
 	}
 	if v := q.Get("$filter"); v != "" {
 		fields := strings.Fields(v)
-		if len(fields) != 3 || !strings.EqualFold(fields[0], "state") || !strings.EqualFold(fields[1], "eq") {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %q is not supported; use state eq Enabled (or Disabled, Completed, Faulted)", v))
+		if len(fields) != 3 || !strings.EqualFold(fields[0], field) || !strings.EqualFold(fields[1], "eq") {
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %q is not supported; use %s eq %s (or %s)",
+				v, field, values[0], contracts.EnumList(values[1:])))
 		}
-		state, ok := contracts.ParseEnum(strings.Trim(fields[2], `'"`), contracts.JobStates)
+		value, ok := contracts.ParseEnum(strings.Trim(fields[2], `'"`), values)
 		if !ok {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %q is not one of %s", fields[2], contracts.EnumList(contracts.JobStates)))
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %q is not one of %s", fields[2], contracts.EnumList(values)))
 		}
-		p.state = state
+		p.filter = string(value)
 	}
 	return p, nil
+}
+
+// window returns the part of a list of total items that p asks for.
+func (p page) window(total int) (from, to int) {
+	from = min(p.skip, total)
+	to = total
+	if p.hasTop {
+		to = min(from+p.top, total)
+	}
+	return from, to
 }
 
 // nextLink returns the absolute URL of the page after p, or nil.
@@ -319,7 +371,7 @@ func nextLink(r *http.Request, p page, total int) *string {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
-	p, e := parsePage(r.URL.Query())
+	p, e := parsePage(r.URL.Query(), "state", contracts.JobStates)
 	if e != nil {
 		return e
 	}
@@ -331,24 +383,10 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 	if err != nil {
 		return storeError(err, "the jobs of "+collectionWhat(ref))
 	}
-	if p.state != "" {
-		kept := jobs[:0]
-		for _, j := range jobs {
-			if j.Properties.State == p.state {
-				kept = append(kept, j)
-			}
-		}
-		jobs = kept
+	if p.filter != "" {
+		jobs = slices.DeleteFunc(jobs, func(j store.Job) bool { return string(j.Properties.State) != p.filter })
 	}
-	total := len(jobs)
-	jobs = jobs[min(p.skip, total):]
-	if p.hasTop {
-		jobs = jobs[:min(p.top, len(jobs))]
-	}
-	out := contracts.JobListResult{Value: make([]contracts.JobDefinition, len(jobs)), NextLink: nextLink(r, p, total)}
-	for i, j := range jobs {
-		out.Value[i] = s.renderJob(ctx, j)
-	}
-	writeJSON(w, http.StatusOK, out)
+	from, to := p.window(len(jobs))
+	writeJSON(w, http.StatusOK, contracts.JobListResult{Value: s.renderJobs(ctx, jobs[from:to]), NextLink: nextLink(r, p, len(jobs))})
 	return nil
 }

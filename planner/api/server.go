@@ -19,19 +19,28 @@ import (
 	"github.com/jobscheduler/scheduler/planner/store"
 )
 
-// Scheduling is what the API needs of the planner's timer: the next
-// execution of a job for its status, and running a job now.
+// Scheduling is what the API needs of the planner's timer: what a job's
+// status shows, and running a job now.
 type Scheduling interface {
-	// NextExecution returns when the job runs next, false when it is not
-	// scheduled (yet).
-	NextExecution(ctx context.Context, ref contracts.JobRef) (time.Time, bool, error)
+	// Runtimes returns, for each job, when it runs next (zero when it is
+	// not scheduled, or not yet) and its tally of executions.
+	Runtimes(ctx context.Context, refs []contracts.JobRef) (next []time.Time, tallies []contracts.Tally, err error)
 	// RunNow schedules one execution of the job's action now, outside its
 	// schedule.
 	RunNow(ctx context.Context, job store.Job) error
 }
 
+// History is what the API needs of the job history.
+type History interface {
+	// List returns the job's history entries, newest first.
+	List(ctx context.Context, ref contracts.JobRef) ([]contracts.HistoryEntry, error)
+}
+
 // Config configures the API.
 type Config struct {
+	// History serves the jobs' history. Nil answers every history request
+	// with an empty list.
+	History History
 	// Tokens are the bearer tokens accepted in the Authorization header.
 	// Empty means no authentication, which the binary allows only when the
 	// API listens on loopback. Defaults to none.
@@ -158,6 +167,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 		return resource(w, r, coll.Job(seg[9]), s.getJob, s.putJob, s.patchJob, s.deleteJob)
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
 		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, coll.Job(seg[9])) })
+	case len(seg) == 11 && lit(8, "jobs") && lit(10, "history"):
+		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, coll.Job(seg[9])) })
 	}
 	return notFound
 }

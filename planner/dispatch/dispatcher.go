@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,16 +21,29 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
-// Slots of a job's timer entries.
-const (
-	scheduleSlot = ""    // the job's next occurrence
-	runSlot      = "run" // a run requested outside the schedule
-)
+// scheduleSlot is the slot of a job's next occurrence. The attempts that
+// follow an attempt (its retries, the error action) have a slot of their
+// own, FollowUpSlot, so that the occurrences of one job retry side by side.
+const scheduleSlot = ""
+
+// FollowUpSlot returns the slot of the attempts that follow a failed
+// attempt: "r<occurrence>" for an occurrence of the schedule, and for a run
+// outside the schedule (occurrence 0) the run's own slot, "x<unix ms>" of
+// the time it was requested (its expected time).
+func FollowUpSlot(occurrence int64, expected time.Time) string {
+	if occurrence == 0 {
+		return runSlot(expected)
+	}
+	return "r" + strconv.FormatInt(occurrence, 10)
+}
+
+func runSlot(at time.Time) string { return "x" + strconv.FormatInt(at.UnixMilli(), 10) }
 
 // Config configures a Dispatcher.
 type Config struct {
@@ -62,6 +76,12 @@ type Config struct {
 	Lookahead time.Duration
 	// Replicas of the EXEC stream. Defaults to 1.
 	Replicas int
+	// EndedRetention is how long a Completed or Faulted job is kept before
+	// it is deleted. Defaults to 60 days.
+	EndedRetention time.Duration
+	// History restores the jobs' tallies after Redis lost them and forgets
+	// the history of deleted jobs. Nil leaves both undone.
+	History History
 	// Sealer seals the secrets of the actions in execution messages.
 	// Required.
 	Sealer *seal.Sealer
@@ -80,6 +100,7 @@ func (c Config) withDefaults() Config {
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
 	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
 	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.EndedRetention = cmp.Or(c.EndedRetention, 60*24*time.Hour)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -104,6 +125,15 @@ func (c Config) validate() error {
 // publishes the same occurrence again is dropped as a duplicate.
 func DuplicateWindow(lease time.Duration) time.Duration { return max(2*time.Minute, 4*lease) }
 
+// History is what the dispatcher needs of the job history.
+type History interface {
+	// Tallies returns the tally of the newest history entry of every job
+	// that has one, by job key.
+	Tallies(ctx context.Context) (map[string]contracts.Tally, error)
+	// Purge deletes the history of the job with the key.
+	Purge(ctx context.Context, jobKey string) error
+}
+
 // Dispatcher is the planner's timer loop. Any number of dispatchers, in any
 // number of processes, can share one store and one timer.
 type Dispatcher struct {
@@ -117,6 +147,9 @@ type Dispatcher struct {
 
 	collMu      sync.Mutex
 	collections map[string]collState
+
+	// retainedAt is when ended jobs were last looked for (unix ns of Now).
+	retainedAt atomic.Int64
 
 	kick  chan struct{}
 	ready atomic.Bool
@@ -152,28 +185,20 @@ func New(js jetstream.JetStream, st *store.Store, ix *timer.Index, cfg Config) (
 	}, nil
 }
 
-// EnsureStream creates or updates the EXEC stream: a work queue whose
-// duplicate window is longer than the lease.
-func EnsureStream(ctx context.Context, js jetstream.JetStream, lease time.Duration, replicas int) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       contracts.ExecStream,
-		Subjects:   []string{contracts.ExecSubjectPrefix + ">"},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   max(replicas, 1),
-		Duplicates: DuplicateWindow(lease),
-	})
-	if err != nil {
-		return fmt.Errorf("creating the %s stream: %w", contracts.ExecStream, err)
-	}
-	return nil
-}
-
 // Start creates the EXEC stream and starts following the store, dispatching
-// and reclaiming expired leases. It returns once the loops run.
+// and reclaiming expired leases. When Redis lost its state, the jobs'
+// tallies are first restored from history, so that their schedules go on
+// from the occurrence they reached. It returns once the loops run.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if err := EnsureStream(ctx, d.js, d.cfg.Lease, d.cfg.Replicas); err != nil {
+	if err := streams.EnsureExec(ctx, d.js, d.cfg.Replicas, DuplicateWindow(d.cfg.Lease)); err != nil {
 		return err
+	}
+	if built, err := d.ix.Built(ctx); err != nil {
+		return err
+	} else if !built {
+		if err := d.restoreTallies(ctx); err != nil {
+			return err
+		}
 	}
 	changes, initial, err := d.store.WatchJobs(ctx)
 	if err != nil {
@@ -201,25 +226,56 @@ func (d *Dispatcher) Stop() {
 // Ready reports whether the dispatcher has scheduled every job of the store.
 func (d *Dispatcher) Ready() bool { return d.ready.Load() }
 
-// NextExecution returns the job's next scheduled occurrence from the timer.
-func (d *Dispatcher) NextExecution(ctx context.Context, ref contracts.JobRef) (time.Time, bool, error) {
-	e, ok, err := d.ix.Get(ctx, ref.KVKey(), scheduleSlot)
-	if err != nil || !ok {
-		return time.Time{}, false, err
+// Runtimes returns, for each job, its next scheduled occurrence (zero when
+// there is none) and its tally, in two round trips to Redis.
+func (d *Dispatcher) Runtimes(ctx context.Context, refs []contracts.JobRef) ([]time.Time, []contracts.Tally, error) {
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		keys[i] = r.KVKey()
 	}
-	return e.Expected, true, nil
+	entries, found, err := d.ix.GetAll(ctx, keys, scheduleSlot)
+	if err != nil {
+		return nil, nil, err
+	}
+	tallies, _, err := d.ix.Statuses(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := make([]time.Time, len(refs))
+	for i := range refs {
+		if found[i] {
+			next[i] = entries[i].Expected
+		}
+	}
+	return next, tallies, nil
 }
 
-// RunNow schedules one execution of the job's main action now.
+// RunNow schedules one execution of the job's main action now, outside its
+// schedule: it has no occurrence number, and its retries and error action
+// follow in its own slot.
 func (d *Dispatcher) RunNow(ctx context.Context, j store.Job) error {
 	now := d.cfg.Now().UTC().Truncate(time.Millisecond)
 	err := d.ix.Schedule(ctx, timer.Entry{
-		JobKey: j.Ref.KVKey(), Slot: runSlot, Due: now, Expected: now,
-		Action: contracts.MainAction, Remaining: 0, Revision: j.Revision,
+		JobKey: j.Ref.KVKey(), Slot: runSlot(now), Due: now, Expected: now,
+		Action: contracts.MainAction, Remaining: -1, Revision: j.Revision,
 	})
 	d.wake()
 	return err
 }
+
+// Job returns the job stored under the key, from the dispatcher's cache
+// when it has it; false when the job does not exist.
+func (d *Dispatcher) Job(ctx context.Context, key string) (store.Job, bool, error) {
+	c, err := d.job(ctx, key)
+	if err != nil || c == nil {
+		return store.Job{}, false, err
+	}
+	return c.job, true, nil
+}
+
+// Wake makes the dispatcher look at the timer now: an entry was scheduled
+// that may be due sooner than what it waits for.
+func (d *Dispatcher) Wake() { d.wake() }
 
 func (d *Dispatcher) wake() {
 	select {
@@ -301,6 +357,9 @@ func (d *Dispatcher) apply(ctx context.Context, changes []store.Change) error {
 			delete(d.jobs, c.Key)
 			d.mu.Unlock()
 			errs = append(errs, d.ix.RemoveJob(ctx, c.Key))
+			if d.cfg.History != nil {
+				errs = append(errs, d.cfg.History.Purge(ctx, c.Key))
+			}
 			continue
 		}
 		j := *c.Job
@@ -344,10 +403,14 @@ func (d *Dispatcher) schedule(ctx context.Context, jobs []pendingJob) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	tallies, _, err := d.ix.Statuses(ctx, keys)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
 	now := d.cfg.Now()
 	var entries []timer.Entry
 	for i, p := range enabled {
-		entry, keep := d.plan(p, existing[i], found[i], now)
+		entry, keep := d.plan(p, existing[i], found[i], tallies[i], now)
 		switch {
 		case keep:
 		case entry == nil:
@@ -366,8 +429,9 @@ func (d *Dispatcher) schedule(ctx context.Context, jobs []pendingJob) error {
 // plan decides a job's timer entry: keep the existing one (already
 // scheduled from this version), the existing occurrence under the new
 // revision (the schedule is unchanged: only the action or a detail
-// changed), or a fresh first occurrence; nil when the job never runs again.
-func (d *Dispatcher) plan(p pendingJob, existing timer.Entry, found bool, now time.Time) (entry *timer.Entry, keep bool) {
+// changed), or the first occurrence from here (see firstEntry); nil when
+// the job never runs again.
+func (d *Dispatcher) plan(p pendingJob, existing timer.Entry, found bool, tally contracts.Tally, now time.Time) (entry *timer.Entry, keep bool) {
 	j := p.job
 	if found && existing.Revision == j.Revision {
 		return nil, true // another planner, or a replay, got here first
@@ -376,7 +440,7 @@ func (d *Dispatcher) plan(p pendingJob, existing timer.Entry, found bool, now ti
 		existing.Revision = j.Revision
 		return &existing, false
 	}
-	first, ok := firstEntry(j, p.sched, now, d.cfg.MissedGrace)
+	first, ok := firstEntry(j, p.sched, now, d.cfg.MissedGrace, tally)
 	if !ok {
 		return nil, false
 	}
@@ -386,11 +450,15 @@ func (d *Dispatcher) plan(p pendingJob, existing timer.Entry, found bool, now ti
 	return &first, false
 }
 
-// firstEntry is the first occurrence of a job being (re)scheduled: its first
-// instant when that is recent, else the next instant from now (missed
-// instants are skipped, not caught up).
-func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.Duration) (timer.Entry, bool) {
-	at, ok := sched.First()
+// firstEntry is the first occurrence of a job being (re)scheduled. A job
+// whose schedule, as anchored now, already ran (the tally reached one of
+// its occurrences: the job was rescheduled after Redis lost its timer, or
+// changed after its last occurrence was dispatched) goes on after the
+// occurrence reached, counting on; any other starts at its first instant.
+// Either is moved to the next instant from now when it is more than grace
+// in the past (missed instants are skipped, not caught up).
+func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.Duration, tally contracts.Tally) (timer.Entry, bool) {
+	at, occurrence, ok := sched.Resume(tally.Occurrence, tally.OccurrenceTime)
 	if ok && at.Before(now.Add(-grace)) {
 		at, ok = sched.Next(now.Add(-time.Second))
 	}
@@ -399,17 +467,18 @@ func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.
 	}
 	remaining := int64(-1)
 	if c := sched.Count(); c > 0 {
-		remaining = int64(c) - 1
+		remaining = int64(c) - occurrence
 	}
 	return timer.Entry{
 		JobKey: j.Ref.KVKey(), Slot: scheduleSlot, Due: at, Expected: at,
-		Occurrence: 1, Action: contracts.MainAction, Remaining: remaining, Revision: j.Revision,
+		Occurrence: occurrence, Action: contracts.MainAction, Remaining: remaining, Revision: j.Revision,
 	}, true
 }
 
 // nextEntry is the occurrence after a dispatched one, or nil when the job
-// has ended (count reached, endTime passed) or it was a run outside the
-// schedule. A late occurrence ran once; the next is no earlier than now.
+// has ended (count reached, endTime passed) or it was not an occurrence of
+// the schedule (a retry, an error action, a run outside the schedule). A
+// late occurrence ran once; the next is no earlier than now.
 func nextEntry(c timer.Claim, sched *planner.Schedule, now time.Time) *timer.Entry {
 	if c.Slot != scheduleSlot || c.Remaining == 0 || sched == nil {
 		return nil
@@ -511,7 +580,7 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 			errs = append(errs, d.ix.Commit(ctx, c, next))
 			continue
 		}
-		msg, err := d.execution(c, job.job, now)
+		msg, err := d.execution(c, job.job, now, lastOccurrence(c, next))
 		if err != nil {
 			d.cfg.Logger.Error("building an execution", slog.String("job", c.JobKey), slog.String("error", err.Error()))
 			errs = append(errs, d.ix.Commit(ctx, c, next))
@@ -655,32 +724,54 @@ func (d *Dispatcher) fires(ctx context.Context, j store.Job) bool {
 	return st.firing
 }
 
-// execution builds the message for a claimed occurrence.
-func (d *Dispatcher) execution(c timer.Claim, j store.Job, now time.Time) (*nats.Msg, error) {
-	action := j.Properties.Action
-	if c.Action == contracts.ErrorAction {
-		action = action.ErrorAction
+// lastOccurrence reports whether the claimed attempt belongs to the job's
+// last occurrence: an occurrence of the schedule with none after it, or a
+// follow-up attempt of such an occurrence (whose entry has no remaining
+// occurrences). A run outside the schedule never is.
+func lastOccurrence(c timer.Claim, next *timer.Entry) bool {
+	switch {
+	case c.Occurrence == 0:
+		return false
+	case c.Slot == scheduleSlot:
+		return next == nil
 	}
+	return c.Remaining == 0
+}
+
+// AttemptIdentity returns the occurrence id and key of an attempt. A run
+// outside the schedule (occurrence 0) has its own, its key naming the
+// action "<action>/run": it may share its instant with an occurrence of the
+// schedule.
+func AttemptIdentity(ref contracts.JobRef, occurrence int64, expected time.Time, action contracts.ActionName, attempt int) (id, key string) {
+	label := action
+	if occurrence == 0 {
+		label += "/run"
+	}
+	return contracts.OccurrenceID(ref, expected, label, attempt), contracts.OccurrenceKey(ref, expected, label, attempt)
+}
+
+// execution builds the message for a claimed attempt.
+func (d *Dispatcher) execution(c timer.Claim, j store.Job, now time.Time, last bool) (*nats.Msg, error) {
+	action := j.Properties.Action.ActionOf(c.Action)
 	if action == nil {
 		return nil, fmt.Errorf("the job has no %s", c.Action)
 	}
-	id := contracts.OccurrenceID(j.Ref, c.Expected, c.Action, c.Attempt)
-	sealed, err := json.Marshal(d.cfg.Sealer.SealAction(action, id))
+	retries, _ := contracts.EffectiveRetry(j.Properties.Action.RetryPolicyOf(c.Action))
+	id, key := AttemptIdentity(j.Ref, c.Occurrence, c.Expected, c.Action, c.Attempt)
+	// The error action is sent as an action of its own: it never carries
+	// another.
+	single := *action
+	single.ErrorAction = nil
+	sealed, err := json.Marshal(d.cfg.Sealer.SealAction(&single, id))
 	if err != nil {
 		return nil, err
 	}
 	exec := contracts.Execution{
-		Version: contracts.MessageVersion, OccurrenceID: id,
-		OccurrenceKey: contracts.OccurrenceKey(j.Ref, c.Expected, c.Action, c.Attempt),
-		Job:           j.Ref, ActionName: c.Action, Occurrence: c.Occurrence, Attempt: c.Attempt,
+		Version: contracts.MessageVersion, OccurrenceID: id, OccurrenceKey: key,
+		Job: j.Ref, ActionName: c.Action, Occurrence: c.Occurrence, Attempt: c.Attempt,
 		ExpectedTime: c.Expected.UTC(), DispatchedAt: now.UTC(), Action: sealed,
-		Timeout: contracts.MillisOf(d.cfg.ActionTimeout),
-	}
-	if c.Slot == runSlot {
-		// A run outside the schedule gets its own id: it may share its
-		// instant with a scheduled occurrence.
-		exec.OccurrenceKey += "/run"
-		exec.OccurrenceID = contracts.OccurrenceID(j.Ref, c.Expected, contracts.ActionName(string(c.Action)+"/run"), c.Attempt)
+		Timeout: contracts.MillisOf(d.cfg.ActionTimeout), Revision: c.Revision,
+		LastAttempt: c.Attempt >= retries, LastOccurrence: last,
 	}
 	data, err := json.Marshal(exec)
 	if err != nil {
@@ -689,6 +780,7 @@ func (d *Dispatcher) execution(c timer.Claim, j store.Job, now time.Time) (*nats
 	msg := nats.NewMsg(contracts.ExecSubjectPrefix + j.Ref.Tokens())
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, exec.OccurrenceID)
+	msg.Header.Set(contracts.TraceParentHeader, contracts.TraceParent(id))
 	return msg, nil
 }
 
@@ -711,7 +803,58 @@ func (d *Dispatcher) maintain(ctx context.Context) {
 		if err := d.rebuildIfLost(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Error("rebuilding the timer", slog.String("error", err.Error()))
 		}
+		if err := d.deleteEnded(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("deleting ended jobs", slog.String("error", err.Error()))
+		}
 	}
+}
+
+// retentionEvery is how often the dispatcher looks for ended jobs to delete.
+const retentionEvery = time.Minute
+
+// deleteEnded deletes the Completed and Faulted jobs that ended more than
+// EndedRetention ago. Every planner does it; deleting a job twice is
+// harmless.
+func (d *Dispatcher) deleteEnded(ctx context.Context) error {
+	now := d.cfg.Now()
+	if last := d.retainedAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < retentionEvery {
+		return nil
+	}
+	d.retainedAt.Store(now.UnixNano())
+	var expired []contracts.JobRef
+	d.mu.RLock()
+	for _, c := range d.jobs {
+		if e := c.job.Ended; e != nil && now.Sub(*e) >= d.cfg.EndedRetention {
+			expired = append(expired, c.job.Ref)
+		}
+	}
+	d.mu.RUnlock()
+	var errs []error
+	for _, ref := range expired {
+		if err := d.store.DeleteJob(ctx, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, err)
+		} else if err == nil {
+			d.cfg.Logger.Info("deleted an ended job", slog.String("job", ref.Key()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// restoreTallies writes the tally of every job's newest history entry into
+// the timer where it has none: Redis lost its state, and the jobs'
+// counters and the occurrences their schedules reached are in history.
+func (d *Dispatcher) restoreTallies(ctx context.Context) error {
+	if d.cfg.History == nil {
+		return nil
+	}
+	tallies, err := d.cfg.History.Tallies(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the jobs' tallies from history: %w", err)
+	}
+	if len(tallies) > 0 {
+		d.cfg.Logger.Info("restoring the jobs' counters from history", slog.Int("jobs", len(tallies)))
+	}
+	return d.ix.RestoreStatuses(ctx, tallies)
 }
 
 // rebuildIfLost puts every enabled job back at its next occurrence from now
@@ -724,7 +867,10 @@ func (d *Dispatcher) rebuildIfLost(ctx context.Context) error {
 	if err != nil || built {
 		return err
 	}
-	d.cfg.Logger.Warn("the timer's state is gone; rebuilding it from the job store")
+	d.cfg.Logger.Warn("the timer's state is gone; rebuilding it from the job store and history")
+	if err := d.restoreTallies(ctx); err != nil {
+		return err
+	}
 	d.mu.RLock()
 	jobs := make([]*cached, 0, len(d.jobs))
 	for _, c := range d.jobs {

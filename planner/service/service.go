@@ -18,9 +18,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/jobscheduler/scheduler/history"
+	"github.com/jobscheduler/scheduler/internal/health"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner/api"
 	"github.com/jobscheduler/scheduler/planner/dispatch"
+	"github.com/jobscheduler/scheduler/planner/feedback"
 	"github.com/jobscheduler/scheduler/planner/intake"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
@@ -49,6 +53,21 @@ type Config struct {
 	Replicas int
 	// Lease of a claimed occurrence. Defaults to 30s.
 	Lease time.Duration
+	// ActionTimeout is the deadline of one attempt of an action, sent with
+	// each execution. Defaults to 60s.
+	ActionTimeout time.Duration
+	// EndedRetention is how long a Completed or Faulted job is kept before
+	// it is deleted. Defaults to 60 days.
+	EndedRetention time.Duration
+	// Lookahead is how far ahead of their due time occurrences are claimed
+	// and their messages built (each is still published when due).
+	// Defaults to 500ms.
+	Lookahead time.Duration
+	// MaxIdle is the longest the dispatcher waits between looks at the
+	// timer. Defaults to 1s.
+	MaxIdle time.Duration
+	// Now is the planner's clock. Defaults to time.Now.
+	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -97,11 +116,10 @@ type Service struct {
 	nc         *nats.Conn
 	rdb        *redis.Client
 	dispatcher *dispatch.Dispatcher
+	feedback   *feedback.Consumer
 	intake     *intake.Intake
-	listener   net.Listener
-	http       *http.Server
+	http       *health.Server
 	stopOnce   sync.Once
-	served     chan error
 }
 
 // Start connects, opens and starts everything, and serves the API.
@@ -110,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, served: make(chan error, 1)}
+	s := &Service{cfg: cfg}
 	if err := s.start(ctx); err != nil {
 		s.Stop(context.Background())
 		return nil, err
@@ -124,13 +142,10 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.nc, err = nats.Connect(cfg.NATSURL, nats.Name("scheduler planner"), nats.MaxReconnects(-1))
+	var js jetstream.JetStream
+	s.nc, js, err = streams.Connect(cfg.NATSURL, "planner")
 	if err != nil {
-		return fmt.Errorf("connecting to NATS: %w", err)
-	}
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return fmt.Errorf("JetStream: %w", err)
+		return err
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -140,7 +155,7 @@ func (s *Service) start(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connecting to Redis: %w", err)
 	}
-	st, err := store.Open(ctx, js, store.Config{Replicas: cfg.Replicas, Sealer: sealer})
+	st, err := store.Open(ctx, js, store.Config{Replicas: cfg.Replicas, Sealer: sealer, Now: cfg.Now})
 	if err != nil {
 		return err
 	}
@@ -148,8 +163,11 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	hist := history.NewReader(js)
 	s.dispatcher, err = dispatch.New(js, st, ix, dispatch.Config{
 		Lease: cfg.Lease, Replicas: cfg.Replicas, Sealer: sealer, Logger: cfg.Logger,
+		ActionTimeout: cfg.ActionTimeout, EndedRetention: cfg.EndedRetention, History: hist,
+		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now,
 	})
 	if err != nil {
 		return err
@@ -157,55 +175,49 @@ func (s *Service) start(ctx context.Context) error {
 	if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	server := api.New(st, s.dispatcher, api.Config{Tokens: cfg.Tokens, Logger: cfg.Logger})
+	s.feedback, err = feedback.Start(ctx, js, s.dispatcher, st, ix, feedback.Config{Replicas: cfg.Replicas, Now: cfg.Now, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	server := api.New(st, s.dispatcher, api.Config{Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger})
 	s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", s.readyz)
+	health.Register(mux, s.ready)
 	mux.Handle("/", server)
-	s.listener, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	if s.http, err = health.Listen(cfg.Listen, mux); err != nil {
+		return err
 	}
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { s.served <- s.http.Serve(s.listener) }()
 	cfg.Logger.Info("planner started", slog.String("api", "http://"+s.Addr()))
 	return nil
 }
 
-// readyz answers 200 once NATS and Redis are connected and every job is
-// scheduled, 503 before.
-func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
-	var problems []string
-	if s.nc.Status() != nats.CONNECTED {
-		problems = append(problems, "NATS: "+s.nc.Status().String())
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+// ready reports what keeps the planner from being ready: NATS or Redis not
+// connected, or the stored jobs not all scheduled yet.
+func (s *Service) ready(ctx context.Context) []string {
+	problems := health.NATSReady(s.nc)
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		problems = append(problems, "Redis: "+err.Error())
 	}
 	if !s.dispatcher.Ready() {
 		problems = append(problems, "scheduling the stored jobs")
 	}
-	if len(problems) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: %v\n", problems)
-		return
-	}
-	w.Write([]byte("ready\n"))
+	return problems
 }
 
 // Addr returns the address the API listens on.
 func (s *Service) Addr() string {
-	if s.listener == nil {
+	if s.http == nil {
 		return s.cfg.Listen
 	}
-	return s.listener.Addr().String()
+	return s.http.Addr()
 }
+
+// Wake makes the dispatcher look at the timer at once, as when the clock
+// jumped.
+func (s *Service) Wake() { s.dispatcher.Wake() }
 
 // Ready reports whether every stored job has been scheduled.
 func (s *Service) Ready() bool { return s.dispatcher != nil && s.dispatcher.Ready() }
@@ -215,10 +227,13 @@ func (s *Service) Ready() bool { return s.dispatcher != nil && s.dispatcher.Read
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
 		if s.http != nil {
-			_ = s.http.Shutdown(ctx)
+			s.http.Shutdown(ctx)
 		}
 		if s.intake != nil {
 			s.intake.Stop()
+		}
+		if s.feedback != nil {
+			s.feedback.Stop()
 		}
 		if s.dispatcher != nil {
 			s.dispatcher.Stop()

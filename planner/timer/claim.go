@@ -26,7 +26,7 @@ func newToken() string { return rand.Text()[:tokenLen] }
 // writes the claim token and the due time into them. An id without a
 // readable entry is dropped.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    now (unix ms): entries due at or before it are claimed
 //	ARGV[2]    lease expiry (unix ms)
 //	ARGV[3]    the most entries to claim
@@ -150,14 +150,17 @@ func scriptResult(res []any) (int, []string, error) {
 
 // commitScript ends a claim: when the entry still carries the claim token it
 // leaves the in-flight set and is replaced by the next entry (in the same
-// slot or another of the same job), or deleted when there is none.
+// slot or another of the same job), or deleted when there is none. A claim
+// of the job's schedule advances the job's status to its occurrence.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    claimed entry id
 //	ARGV[2]    claim token
 //	ARGV[3]    next entry id, "" for none
 //	ARGV[4]    next due (unix ms)
 //	ARGV[5]    next packed entry
+//	ARGV[6]    the claimed occurrence number, "" when not of the schedule
+//	ARGV[7]    its expected time (unix ms)
 //
 // Returns 1 when committed, 0 when the claim was no longer current.
 var commitScript = redis.NewScript(luaLib + `
@@ -168,6 +171,9 @@ if ARGV[3] ~= ARGV[1] then
 end
 if ARGV[3] ~= '' then
   put(ARGV[3], ARGV[4], ARGV[5])
+end
+if ARGV[6] ~= '' then
+  advance(string.sub(ARGV[1], 1, JOB_ID_LEN), ARGV[6], ARGV[7])
 end
 return 1
 `)
@@ -220,7 +226,10 @@ func (ix *Index) commitCall(c Claim, next *Entry) (scriptCall, error) {
 	if c.Token == "" {
 		return scriptCall{}, errNoToken
 	}
-	args := []any{entryID(c.JobKey, c.Slot), c.Token, "", "", ""}
+	args := []any{entryID(c.JobKey, c.Slot), c.Token, "", "", "", "", ""}
+	if c.Slot == "" && c.Occurrence > 0 {
+		args[5], args[6] = c.Occurrence, c.Expected.UnixMilli()
+	}
 	if next != nil {
 		if err := next.validate(); err != nil {
 			return scriptCall{}, fmt.Errorf("next entry: %w", err)
@@ -238,7 +247,7 @@ var errNoToken = errors.New("the claim has no token")
 // releaseScript gives a claimed entry back as due at its original due time,
 // when it still carries the claim token.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    entry id
 //	ARGV[2]    claim token
 //
@@ -268,7 +277,7 @@ func (ix *Index) Release(ctx context.Context, c Claim) error {
 // their original due time, without a token. An id without a readable entry is
 // dropped.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    now (unix ms): leases expiring at or before it have expired
 //	ARGV[2]    the most entries to reclaim
 //

@@ -51,7 +51,7 @@ func (ix *Index) keysOf(jobKey string) partitionKeys {
 // same id, pending or claimed (the claim's token goes, so its Commit will do
 // nothing).
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[3i-2] entry id, ARGV[3i-1] due (unix ms), ARGV[3i] packed entry,
 //	           for i = 1 .. Batch
 //
@@ -103,7 +103,7 @@ func (ix *Index) schedule(ctx context.Context, entries []Entry) error {
 
 // removeScript deletes one entry, pending or claimed.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    entry id
 //
 // Returns 1 when the entry existed, else 0.
@@ -122,14 +122,15 @@ func (ix *Index) Remove(ctx context.Context, jobKey, slot string) error {
 	return nil
 }
 
-// removeJobScript deletes every entry of one job: its schedule and each slot
-// in its slot list.
+// removeJobScript deletes every entry of one job, its schedule and each slot
+// in its slot list, and its status.
 //
-//	KEYS[1..4] the partition's keys (see luaLib)
+//	KEYS[1..5] the partition's keys (see luaLib)
 //	ARGV[1]    job id
 //
 // Returns the number of entries deleted.
 var removeJobScript = redis.NewScript(luaLib + `
+redis.call('HDEL', KEYS[5], ARGV[1])
 local n = drop(ARGV[1])
 local list = redis.call('HGET', KEYS[4], ARGV[1])
 if list then
@@ -142,7 +143,7 @@ return n
 `)
 
 // RemoveJob deletes every entry of the job, in every slot, pending or
-// claimed.
+// claimed, and its status: the job is gone.
 func (ix *Index) RemoveJob(ctx context.Context, jobKey string) error {
 	if err := removeJobScript.Run(ctx, ix.rdb, ix.keysOf(jobKey), jobID(jobKey)).Err(); err != nil {
 		return fmt.Errorf("removing the entries of %q: %w", jobKey, err)

@@ -412,7 +412,7 @@ func TestKeys(t *testing.T) {
 	t.Run("partition keys are named by prefix and tag", func(t *testing.T) {
 		t.Parallel()
 		k := newPartitionKeys("sched", 7)
-		want := partitionKeys{"sched:{p07}:due", "sched:{p07}:inflight", "sched:{p07}:state", "sched:{p07}:slots"}
+		want := partitionKeys{"sched:{p07}:due", "sched:{p07}:inflight", "sched:{p07}:state", "sched:{p07}:slots", "sched:{p07}:status"}
 		if fmt.Sprint(k) != fmt.Sprint(want) {
 			t.Errorf("keys %v, want %v", k, want)
 		}

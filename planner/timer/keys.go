@@ -21,13 +21,14 @@ const (
 	keyInflight
 	keyState
 	keySlots
+	keyStatus
 )
 
 // newPartitionKeys returns the keys of partition p:
-// <prefix>:{pNN}:due, :inflight, :state and :slots.
+// <prefix>:{pNN}:due, :inflight, :state, :slots and :status.
 func newPartitionKeys(prefix string, p int) partitionKeys {
 	base := prefix + ":" + partitionTag(p) + ":"
-	return partitionKeys{base + "due", base + "inflight", base + "state", base + "slots"}
+	return partitionKeys{base + "due", base + "inflight", base + "state", base + "slots", base + "status"}
 }
 
 // partitionTag returns the hash tag of partition p, "{p07}".

@@ -3,12 +3,13 @@ package timer
 import "strconv"
 
 // luaLib is prepended to every partition script. Those scripts all take the
-// same KEYS, the four keys of one partition:
+// same KEYS, the five keys of one partition:
 //
 //	KEYS[1] <prefix>:{pNN}:due       ZSET entry id -> due (unix ms)
 //	KEYS[2] <prefix>:{pNN}:inflight  ZSET entry id -> lease expiry (unix ms)
 //	KEYS[3] <prefix>:{pNN}:state     HASH entry id -> packed entry
 //	KEYS[4] <prefix>:{pNN}:slots     HASH job id -> "slot|slot|"
+//	KEYS[5] <prefix>:{pNN}:status    HASH job id -> packed status (status.go)
 //
 // A score read back (claimScript) goes through tonumber() and is formatted
 // with %.0f: miniredis writes scores in Lua as "1.7e+12", Redis as digits.
@@ -73,6 +74,29 @@ local function drop(id)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
   return redis.call('HDEL', KEYS[3], id)
+end
+
+-- status_fields splits a packed status into its seven fields:
+-- occurrence, occurrence time, executions, failures, faulted, last
+-- execution, recent attempts. An absent or unreadable status is all zero.
+local function status_fields(v)
+  local f = {}
+  if v then
+    for field in string.gmatch(v .. '|', '([^|]*)|') do f[#f + 1] = field end
+  end
+  if #f ~= 7 then return {'0', '0', '0', '0', '0', '0', ''} end
+  return f
+end
+
+-- advance records in the status of job that its schedule reached
+-- occurrence occ, due at ms, unless it had reached a later one: a later
+-- due time, as a schedule started again numbers its occurrences from 1.
+local function advance(job, occ, ms)
+  local f = status_fields(redis.call('HGET', KEYS[5], job))
+  if tonumber(ms) > tonumber(f[2]) then
+    f[1], f[2] = occ, ms
+    redis.call('HSET', KEYS[5], job, table.concat(f, '|'))
+  end
 end
 
 -- claimed returns the due time and the rest of entry id when it carries the

@@ -1,0 +1,69 @@
+package contracts
+
+import "time"
+
+// TallyHeader is the NATS header of each history entry that carries the
+// job's Tally after the entry, as JSON. The planner restores its counters
+// from the newest entry of each job after Redis lost them.
+const TallyHeader = "Scheduler-Tally"
+
+// Tally is the running count of a job's executions: what the job's status
+// shows, and the occurrence its schedule has reached.
+type Tally struct {
+	// Occurrence is the number of the latest occurrence of the job's
+	// schedule known to have run, and OccurrenceTime when it was due. A
+	// schedule started again (a new start time or recurrence, or the job
+	// enabled again) numbers its occurrences from 1.
+	Occurrence     int64     `json:"occurrence,omitempty"`
+	OccurrenceTime time.Time `json:"occurrenceTime,omitzero"`
+	// Executions counts the attempts of the main action, Failures those
+	// that failed, and Faulted the occurrences whose every attempt failed.
+	Executions int64 `json:"executionCount,omitempty"`
+	Failures   int64 `json:"failureCount,omitempty"`
+	Faulted    int64 `json:"faultedCount,omitempty"`
+	// LastExecution is when the latest attempt of the main action started.
+	LastExecution time.Time `json:"lastExecutionTime,omitzero"`
+}
+
+// Counts returns what the result adds to a tally: one execution for an
+// attempt of the main action, one failure for a failed one, one faulted
+// occurrence when it faults its occurrence. The error action's attempts
+// are in history but not counted.
+func (r Result) Counts() (executions, failures, faulted int64) {
+	if r.ActionName != MainAction {
+		return 0, 0, 0
+	}
+	executions = 1
+	if r.Outcome != Succeeded {
+		failures = 1
+	}
+	if r.Faulted() {
+		faulted = 1
+	}
+	return executions, failures, faulted
+}
+
+// Add returns the tally after the result.
+func (t Tally) Add(r Result) Tally {
+	executions, failures, faulted := r.Counts()
+	t.Executions += executions
+	t.Failures += failures
+	t.Faulted += faulted
+	if executions > 0 && r.StartTime.After(t.LastExecution) {
+		t.LastExecution = r.StartTime.UTC()
+	}
+	if r.Occurrence > 0 && r.ExpectedTime.After(t.OccurrenceTime) {
+		t.Occurrence, t.OccurrenceTime = r.Occurrence, r.ExpectedTime.UTC()
+	}
+	return t
+}
+
+// Status returns the counters of the tally as the API shows them.
+func (t Tally) Status() JobStatus {
+	s := JobStatus{ExecutionCount: int(t.Executions), FailureCount: int(t.Failures), FaultedCount: int(t.Faulted)}
+	if !t.LastExecution.IsZero() {
+		last := t.LastExecution
+		s.LastExecutionTime = &last
+	}
+	return s
+}

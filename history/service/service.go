@@ -1,0 +1,99 @@
+// Package service assembles the history role: it connects to NATS, runs
+// the history consumer, and serves /healthz and /readyz.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/history"
+	"github.com/jobscheduler/scheduler/internal/health"
+	"github.com/jobscheduler/scheduler/internal/streams"
+)
+
+// Config configures the history role.
+type Config struct {
+	// NATSURL is the NATS server to connect to. Required.
+	NATSURL string
+	// Listen is the address of /healthz and /readyz; empty serves none.
+	// Defaults to none.
+	Listen string
+	// History configures the consumer and the stream's retention.
+	History history.Config
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is a running history role.
+type Service struct {
+	nc       *nats.Conn
+	consumer *history.Consumer
+	http     *health.Server
+	stopOnce sync.Once
+}
+
+// Start connects and starts the history consumer.
+func Start(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.NATSURL == "" {
+		return nil, errors.New("the NATS URL is required (--nats-url or SCHEDULER_NATS_URL)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{}
+	if err := s.start(ctx, cfg); err != nil {
+		s.Stop(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) start(ctx context.Context, cfg Config) error {
+	var err error
+	var js jetstream.JetStream
+	s.nc, js, err = streams.Connect(cfg.NATSURL, "history")
+	if err != nil {
+		return err
+	}
+	hc := cfg.History
+	hc.Logger = cfg.Logger
+	if s.consumer, err = history.Start(ctx, js, hc); err != nil {
+		return err
+	}
+	if cfg.Listen != "" {
+		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }); err != nil {
+			return err
+		}
+	}
+	cfg.Logger.Info("history consumer started")
+	return nil
+}
+
+// Addr returns the address of the health endpoints, "" when none.
+func (s *Service) Addr() string {
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
+}
+
+// Stop stores the results already fetched, then closes the connection. It
+// is idempotent.
+func (s *Service) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() {
+		if s.consumer != nil {
+			s.consumer.Stop()
+		}
+		if s.http != nil {
+			s.http.Shutdown(ctx)
+		}
+		if s.nc != nil {
+			s.nc.Close()
+		}
+	})
+}

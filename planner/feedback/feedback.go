@@ -1,0 +1,284 @@
+// Package feedback is the planner's consumer of result events: it counts
+// each attempt in the job's status, schedules the retry or the error action
+// that follows a failed attempt through the Redis timer, and ends a job
+// whose last occurrence ended: Completed when it succeeded, Faulted when it
+// faulted.
+package feedback
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/planner/dispatch"
+	"github.com/jobscheduler/scheduler/planner/store"
+	"github.com/jobscheduler/scheduler/planner/timer"
+)
+
+// Jobs is what the consumer needs of the dispatcher.
+type Jobs interface {
+	// Job returns the job stored under the key; false when it does not
+	// exist.
+	Job(ctx context.Context, key string) (store.Job, bool, error)
+	// Wake makes the dispatcher look at the timer at once.
+	Wake()
+}
+
+// Config configures a Consumer.
+type Config struct {
+	// Batch is the most results recorded in one round trip to Redis.
+	// Defaults to 256.
+	Batch int
+	// Replicas of the RESULTS stream when the planner creates it. Defaults
+	// to 1.
+	Replicas int
+	// Now returns the current time. Defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Batch = cmp.Or(c.Batch, 256)
+	c.Replicas = max(c.Replicas, 1)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Consumer processes result events from the planners' durable consumer.
+// Any number of planners share it.
+type Consumer struct {
+	jobs  Jobs
+	store *store.Store
+	ix    *timer.Index
+	cfg   Config
+
+	consume  jetstream.ConsumeContext
+	incoming chan jetstream.Msg
+	done     chan struct{}
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+}
+
+// Start creates the RESULTS stream and its consumers when no other role
+// did yet, and starts processing results.
+func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, st *store.Store, ix *timer.Index, cfg Config) (*Consumer, error) {
+	cfg = cfg.withDefaults()
+	results, err := streams.EnsureResults(ctx, js, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := results.CreateOrUpdateConsumer(ctx, streams.ResultsConsumerConfig(contracts.PlannerConsumer))
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.PlannerConsumer, err)
+	}
+	c := &Consumer{jobs: jobs, store: st, ix: ix, cfg: cfg, incoming: make(chan jetstream.Msg, cfg.Batch), done: make(chan struct{})}
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	c.consume, err = cons.Consume(func(m jetstream.Msg) { c.incoming <- m }, jetstream.PullMaxMessages(2*cfg.Batch),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				cfg.Logger.Warn("consuming results", slog.String("error", err.Error()))
+			}
+		}))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("consuming results: %w", err)
+	}
+	go c.loop(work)
+	return c, nil
+}
+
+// Stop stops fetching results, processes those already fetched and
+// returns. It is idempotent.
+func (c *Consumer) Stop() {
+	c.stopOnce.Do(func() {
+		c.consume.Drain()
+		<-c.consume.Closed()
+		close(c.incoming)
+		<-c.done
+		c.cancel()
+	})
+}
+
+// loop gathers the results waiting into batches and processes each.
+func (c *Consumer) loop(ctx context.Context) {
+	defer close(c.done)
+	batch := make([]jetstream.Msg, 0, c.cfg.Batch)
+	for m := range c.incoming {
+		batch = append(batch[:0], m)
+	gather:
+		for len(batch) < c.cfg.Batch {
+			select {
+			case m, ok := <-c.incoming:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, m)
+			default:
+				break gather
+			}
+		}
+		c.process(ctx, batch)
+	}
+}
+
+// pending is a result being processed.
+type pending struct {
+	msg    jetstream.Msg
+	result contracts.Result
+	job    store.Job
+}
+
+// process records a batch of results in Redis, ends the jobs whose last
+// occurrence ended, and acknowledges each result once done with it. A
+// result whose processing failed is delivered again a moment later:
+// recording it twice is harmless.
+func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
+	now := c.cfg.Now()
+	var (
+		work    []pending
+		records []timer.Record
+		wake    bool
+	)
+	for _, m := range batch {
+		r, err := contracts.ParseResultEvent(m.Data())
+		if err != nil {
+			c.cfg.Logger.Error("dropping an unreadable result event", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+			_ = m.Term()
+			continue
+		}
+		j, ok, err := c.jobs.Job(ctx, r.Job.KVKey())
+		if err != nil {
+			c.cfg.Logger.Warn("reading the job of a result", slog.String("job", r.Job.Key()), slog.String("error", err.Error()))
+			_ = m.NakWithDelay(time.Second)
+			continue
+		}
+		if !ok {
+			_ = m.Ack() // the job was deleted: nothing to count or follow up
+			continue
+		}
+		next := FollowUp(r, j, now)
+		if next != nil && !next.Due.After(now) {
+			wake = true
+		}
+		executions, failures, faulted := r.Counts()
+		records = append(records, timer.Record{
+			JobKey: r.Job.KVKey(), AttemptID: r.OccurrenceID,
+			Executions: executions, Failures: failures, Faulted: faulted, Started: r.StartTime,
+			Occurrence: r.Occurrence, OccurrenceTime: r.ExpectedTime, Next: next,
+		})
+		work = append(work, pending{msg: m, result: r, job: j})
+	}
+	if len(records) > 0 {
+		if _, err := c.ix.RecordAll(ctx, records); err != nil {
+			c.cfg.Logger.Warn("recording results", slog.Int("results", len(records)), slog.String("error", err.Error()))
+			for _, p := range work {
+				_ = p.msg.NakWithDelay(time.Second)
+			}
+			return
+		}
+	}
+	if wake {
+		c.jobs.Wake()
+	}
+	for _, p := range work {
+		if err := c.end(ctx, p.result, p.job, now); err != nil {
+			c.cfg.Logger.Warn("ending a job", slog.String("job", p.result.Job.Key()), slog.String("error", err.Error()))
+			_ = p.msg.NakWithDelay(time.Second)
+			continue
+		}
+		_ = p.msg.Ack()
+	}
+}
+
+// FollowUp returns the attempt that follows a result of job j, processed at
+// now: a retry of a failed attempt that has retries left, due its retry
+// interval from now; or, when the main action failed its last attempt, the
+// error action, due at once. Nil when nothing follows. Times are the
+// planner's, whatever the worker's clock says.
+func FollowUp(r contracts.Result, j store.Job, now time.Time) *timer.Entry {
+	main := j.Properties.Action
+	if r.Outcome == contracts.Succeeded || main == nil {
+		return nil
+	}
+	next := timer.Entry{
+		JobKey: r.Job.KVKey(), Slot: dispatch.FollowUpSlot(r.Occurrence, r.ExpectedTime),
+		Expected: r.ExpectedTime, Occurrence: r.Occurrence, Action: r.ActionName, Remaining: -1, Revision: j.Revision,
+	}
+	if r.LastOccurrence {
+		next.Remaining = 0
+	}
+	switch {
+	case !r.LastAttempt:
+		_, interval := contracts.EffectiveRetry(main.RetryPolicyOf(r.ActionName))
+		next.Attempt, next.Due = r.Attempt+1, now.Add(interval)
+	case r.ActionName == contracts.MainAction && main.ErrorAction != nil:
+		next.Action, next.Attempt, next.Due = contracts.ErrorAction, 0, now
+	default:
+		return nil
+	}
+	next.Due = next.Due.Truncate(time.Millisecond)
+	next.Expected = next.Expected.Truncate(time.Millisecond)
+	return &next
+}
+
+// finalAttempts bounds how often ending a job is tried again when the job
+// was changed at the same time.
+const finalAttempts = 5
+
+// end makes the job Completed or Faulted when the result ended its last
+// occurrence and nothing else is scheduled for it (it was not given a new
+// schedule meanwhile). Only an enabled job ends; ending one twice is
+// harmless.
+func (c *Consumer) end(ctx context.Context, r contracts.Result, j store.Job, now time.Time) error {
+	if !r.LastOccurrence || !r.Ends(j.Properties.Action != nil && j.Properties.Action.ErrorAction != nil) {
+		return nil
+	}
+	state := contracts.JobStateFaulted
+	if r.ActionName == contracts.MainAction && r.Outcome == contracts.Succeeded {
+		state = contracts.JobStateCompleted
+	}
+	if _, scheduled, err := c.ix.Get(ctx, r.Job.KVKey(), ""); err != nil {
+		return err
+	} else if scheduled {
+		return nil
+	}
+	for range finalAttempts {
+		cur, err := c.store.GetJob(ctx, j.Ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Properties.State != contracts.JobStateEnabled {
+			return nil
+		}
+		cur.Properties.State = state
+		ended := now.UTC()
+		cur.Ended = &ended
+		_, err = c.store.UpdateJob(ctx, cur, cur.Revision)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err == nil {
+			c.cfg.Logger.Info("job ended", slog.String("job", j.Ref.Key()), slog.String("state", string(state)))
+		}
+		return err
+	}
+	return fmt.Errorf("ending job %s: it kept changing", j.Ref.Key())
+}

@@ -1,0 +1,262 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/jobscheduler/scheduler/contracts"
+)
+
+// A job's status is its contracts.Tally, kept in its partition's status hash
+// as one string of seven '|'-separated fields:
+//
+//	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent
+//
+// where the times are unix ms (0 for none) and recent holds the tags of the
+// job's latest recorded attempts, tagLen characters each, at most
+// recentTags of them: a result recorded again (its execution or result was
+// delivered again) is recognised by its tag and changes nothing.
+const (
+	tagLen     = 8
+	recentTags = 8
+)
+
+// attemptTag returns the tag of an attempt id in a job's recent list: the
+// first tagLen characters of its occurrence id (32 hex digits), unique among
+// one job's recent attempts.
+func attemptTag(id string) string {
+	if len(id) < tagLen {
+		return fmt.Sprintf("%*s", tagLen, id)
+	}
+	return id[:tagLen]
+}
+
+// Record is what one result changes in the timer: the job's status, and the
+// attempt that follows it, if any.
+type Record struct {
+	// JobKey is the job's key.
+	JobKey string
+	// AttemptID is the result's occurrence id. A result whose id is among
+	// the job's recent ones was recorded before: recording it again changes
+	// nothing.
+	AttemptID string
+	// Executions, Failures and Faulted are added to the job's counters
+	// (contracts.Result.Counts).
+	Executions, Failures, Faulted int64
+	// Started is when the attempt started; it becomes the job's last
+	// execution when Executions is not 0 and it is later.
+	Started time.Time
+	// Occurrence and OccurrenceTime advance the job's status to the
+	// attempt's occurrence, unless it reached one due later; 0 leaves it.
+	Occurrence     int64
+	OccurrenceTime time.Time
+	// Next is the attempt that follows (a retry, the error action), stored
+	// as Schedule stores an entry; nil for none. It must be of JobKey.
+	Next *Entry
+}
+
+// recordScript records one result in its job's status and schedules the
+// attempt that follows it, unless the result was recorded before.
+//
+//	KEYS[1..5] the partition's keys (see luaLib)
+//	ARGV[1]    job id
+//	ARGV[2]    attempt tag
+//	ARGV[3]    executions to add
+//	ARGV[4]    failures to add
+//	ARGV[5]    faulted occurrences to add
+//	ARGV[6]    start of the attempt (unix ms), 0 to leave the last execution
+//	ARGV[7]    occurrence reached, 0 for none
+//	ARGV[8]    its expected time (unix ms)
+//	ARGV[9]    next entry id, "" for none
+//	ARGV[10]   next due (unix ms)
+//	ARGV[11]   next packed entry
+//
+// Returns 1 when recorded, 0 when the result had been recorded before.
+var recordScript = redis.NewScript(luaLib + `
+local TAG_LEN, RECENT = ` + strconv.Itoa(tagLen) + `, ` + strconv.Itoa(recentTags) + `
+local f = status_fields(redis.call('HGET', KEYS[5], ARGV[1]))
+local recent = f[7]
+for i = 1, #recent, TAG_LEN do
+  if string.sub(recent, i, i + TAG_LEN - 1) == ARGV[2] then return 0 end
+end
+recent = recent .. ARGV[2]
+if #recent > TAG_LEN * RECENT then
+  recent = string.sub(recent, #recent - TAG_LEN * RECENT + 1)
+end
+local function add(i, n)
+  f[i] = string.format('%.0f', tonumber(f[i]) + tonumber(n))
+end
+add(3, ARGV[3])
+add(4, ARGV[4])
+add(5, ARGV[5])
+if tonumber(ARGV[6]) > tonumber(f[6]) then f[6] = ARGV[6] end
+if tonumber(ARGV[7]) > 0 and tonumber(ARGV[8]) > tonumber(f[2]) then f[1], f[2] = ARGV[7], ARGV[8] end
+f[7] = recent
+redis.call('HSET', KEYS[5], ARGV[1], table.concat(f, '|'))
+if ARGV[9] ~= '' then
+  put(ARGV[9], ARGV[10], ARGV[11])
+end
+return 1
+`)
+
+// RecordAll records results in pipelines and reports, for each, whether it
+// was recorded now (false: it had been recorded before). On an error some
+// records may have been applied; recording them again is safe.
+func (ix *Index) RecordAll(ctx context.Context, records []Record) ([]bool, error) {
+	calls := make([]scriptCall, len(records))
+	for i, r := range records {
+		call, err := ix.recordCall(r)
+		if err != nil {
+			return nil, err
+		}
+		calls[i] = call
+	}
+	recorded := make([]bool, 0, len(records))
+	for group := range slices.Chunk(calls, pipelineDepth) {
+		pipe := ix.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(group))
+		for i, c := range group {
+			cmds[i] = recordScript.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		_, _ = pipe.Exec(ctx) // each command's error is checked below
+		for i, cmd := range cmds {
+			n, err := cmd.Int()
+			if isNoScript(err) {
+				n, err = recordScript.Run(ctx, ix.rdb, group[i].keys, group[i].args...).Int()
+			}
+			if err != nil {
+				return recorded, fmt.Errorf("recording %d results: %w", len(records), err)
+			}
+			recorded = append(recorded, n == 1)
+		}
+	}
+	return recorded, nil
+}
+
+// Record records one result; see RecordAll.
+func (ix *Index) Record(ctx context.Context, r Record) (bool, error) {
+	recorded, err := ix.RecordAll(ctx, []Record{r})
+	if err != nil {
+		return false, err
+	}
+	return recorded[0], nil
+}
+
+func (ix *Index) recordCall(r Record) (scriptCall, error) {
+	if r.JobKey == "" || r.AttemptID == "" || strings.Contains(r.AttemptID, "|") {
+		return scriptCall{}, fmt.Errorf("recording a result: job key %q or attempt id %q is empty or holds '|'", r.JobKey, r.AttemptID)
+	}
+	started := int64(0)
+	if r.Executions != 0 && !r.Started.IsZero() {
+		started = r.Started.UnixMilli()
+	}
+	occurrenceMs := int64(0)
+	if r.Occurrence > 0 {
+		occurrenceMs = r.OccurrenceTime.UnixMilli()
+	}
+	args := []any{jobID(r.JobKey), attemptTag(r.AttemptID), r.Executions, r.Failures, r.Faulted,
+		started, max(r.Occurrence, 0), occurrenceMs, "", "", ""}
+	if n := r.Next; n != nil {
+		if err := n.validate(); err != nil {
+			return scriptCall{}, fmt.Errorf("recording a result: next entry %s: %w", n.name(), err)
+		}
+		if n.JobKey != r.JobKey {
+			return scriptCall{}, fmt.Errorf("recording a result: the next entry belongs to another job, %q", n.JobKey)
+		}
+		args[8], args[9], args[10] = entryID(n.JobKey, n.Slot), n.Due.UnixMilli(), n.pack()
+	}
+	return scriptCall{keys: ix.keysOf(r.JobKey), args: args}, nil
+}
+
+// Statuses returns the tallies of the jobs in one pipeline; found[i] tells
+// whether the job has a status (it has run since Redis was last emptied, or
+// it was restored).
+func (ix *Index) Statuses(ctx context.Context, jobKeys []string) (tallies []contracts.Tally, found []bool, err error) {
+	cmds := make([]*redis.StringCmd, len(jobKeys))
+	_, err = ix.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, k := range jobKeys {
+			cmds[i] = pipe.HGet(ctx, ix.keysOf(k)[keyStatus], jobID(k))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("reading %d statuses: %w", len(jobKeys), err)
+	}
+	tallies, found = make([]contracts.Tally, len(jobKeys)), make([]bool, len(jobKeys))
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			continue // absent (redis.Nil); a broken connection failed the pipeline above
+		}
+		if t, ok := unpackStatus(v); ok {
+			tallies[i], found[i] = t, true
+		}
+	}
+	return tallies, found, nil
+}
+
+// RestoreStatuses writes the tallies of jobs that have no status, in
+// pipelines: after Redis lost its state, the planner restores what history
+// knows. A status the planners keep already is never overwritten.
+func (ix *Index) RestoreStatuses(ctx context.Context, tallies map[string]contracts.Tally) error {
+	keys := make([]string, 0, len(tallies))
+	for k := range tallies {
+		keys = append(keys, k)
+	}
+	for chunk := range slices.Chunk(keys, 1000) {
+		_, err := ix.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, k := range chunk {
+				pipe.HSetNX(ctx, ix.keysOf(k)[keyStatus], jobID(k), packStatus(tallies[k]))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("restoring %d statuses: %w", len(tallies), err)
+		}
+	}
+	return nil
+}
+
+// packStatus returns the stored form of a tally, with no recent attempts.
+func packStatus(t contracts.Tally) string {
+	ms := func(at time.Time) int64 {
+		if at.IsZero() {
+			return 0
+		}
+		return at.UnixMilli()
+	}
+	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted, ms(t.LastExecution))
+}
+
+// unpackStatus reads a stored status.
+func unpackStatus(v string) (contracts.Tally, bool) {
+	f := strings.Split(v, "|")
+	if len(f) != 7 {
+		return contracts.Tally{}, false
+	}
+	var p intParser
+	t := contracts.Tally{
+		Occurrence:     p.int(f[0], "occurrence"),
+		OccurrenceTime: msTime(p.int(f[1], "occurrence time")),
+		Executions:     p.int(f[2], "executions"),
+		Failures:       p.int(f[3], "failures"),
+		Faulted:        p.int(f[4], "faulted"),
+		LastExecution:  msTime(p.int(f[5], "last execution")),
+	}
+	return t, p.err == nil
+}
+
+// msTime returns the time of unix ms, the zero time for 0.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

@@ -1,0 +1,194 @@
+package timer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+)
+
+func mustStatus(t testing.TB, ix *Index, jobKey string) (contracts.Tally, bool) {
+	t.Helper()
+	tallies, found, err := ix.Statuses(t.Context(), []string{jobKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tallies[0], found[0]
+}
+
+// keyOf returns the job key entry gives the job.
+func keyOf(job string) string { return entry(job, "", t0).JobKey }
+
+func attemptID(n int) string { return fmt.Sprintf("%08x%024x", n, n) }
+
+func TestRecord(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a result adds to the counters once, however often it is recorded", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		failed := Record{JobKey: keyOf("a"), AttemptID: attemptID(1), Executions: 1, Failures: 1, Started: t0}
+		for i := range 3 {
+			recorded, err := ix.Record(t.Context(), failed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recorded != (i == 0) {
+				t.Fatalf("recording #%d reported %v", i+1, recorded)
+			}
+		}
+		faulted := Record{JobKey: keyOf("a"), AttemptID: attemptID(2), Executions: 1, Failures: 1, Faulted: 1, Started: t0.Add(time.Minute)}
+		if recorded, err := ix.Record(t.Context(), faulted); err != nil || !recorded {
+			t.Fatalf("recorded %v, %v", recorded, err)
+		}
+		got, ok := mustStatus(t, ix, keyOf("a"))
+		want := contracts.Tally{Executions: 2, Failures: 2, Faulted: 1, LastExecution: t0.Add(time.Minute)}
+		if !ok || got != want {
+			t.Fatalf("status %+v (found %v), want %+v", got, ok, want)
+		}
+	})
+
+	t.Run("an attempt older than the last execution does not move it back", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		for i, at := range []time.Time{t0.Add(time.Hour), t0} {
+			if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("a"), AttemptID: attemptID(i), Executions: 1, Started: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := mustStatus(t, ix, keyOf("a")); !got.LastExecution.Equal(t0.Add(time.Hour)) || got.Executions != 2 {
+			t.Fatalf("status %+v", got)
+		}
+	})
+
+	t.Run("only the latest attempts are remembered", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		for i := range recentTags + 1 {
+			if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("a"), AttemptID: attemptID(i), Executions: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, err := ix.RecordAll(t.Context(), []Record{
+			{JobKey: keyOf("a"), AttemptID: attemptID(recentTags), Executions: 1}, // the newest: remembered
+			{JobKey: keyOf("a"), AttemptID: attemptID(0), Executions: 1},          // the oldest: forgotten
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again[0] || !again[1] {
+			t.Fatalf("recorded again: %v, want [false true]", again)
+		}
+	})
+
+	t.Run("the attempt that follows is scheduled with the record, and not again for a repeat", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		retry := entry("a", "r1", t0.Add(30*time.Second))
+		retry.Attempt = 1
+		rec := Record{JobKey: keyOf("a"), AttemptID: attemptID(1), Executions: 1, Failures: 1, Next: &retry}
+		if _, err := ix.Record(t.Context(), rec); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := mustGet(t, ix, keyOf("a"), "r1")
+		if !ok {
+			t.Fatal("the retry is not scheduled")
+		}
+		assertEntry(t, got, retry)
+		// The retry is claimed and committed (published); the same result
+		// delivered again must not schedule it a second time.
+		c := mustClaim(t, ix, t0.Add(time.Minute), 10)
+		if len(c) != 1 {
+			t.Fatalf("claimed %d", len(c))
+		}
+		if err := ix.Commit(t.Context(), c[0], nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.Record(t.Context(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := mustGet(t, ix, keyOf("a"), "r1"); ok {
+			t.Fatal("a repeated result scheduled its retry again")
+		}
+	})
+
+	t.Run("a record of another job's entry is refused", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		other := entry("b", "r1", t0)
+		if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("a"), AttemptID: attemptID(1), Next: &other}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+}
+
+func TestCommitAdvancesTheOccurrence(t *testing.T) {
+	t.Parallel()
+	ix, _ := setup(t, Config{})
+	first := entry("a", "", t0)
+	first.Occurrence = 4
+	mustSchedule(t, ix, first, entry("a", "r3", t0))
+	for _, c := range mustClaim(t, ix, t0, 10) {
+		next := *nextOf(c)
+		if c.Slot != "" {
+			if err := ix.Commit(t.Context(), c, nil); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := ix.Commit(t.Context(), c, &next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := mustStatus(t, ix, keyOf("a"))
+	if !ok || got.Occurrence != 4 || !got.OccurrenceTime.Equal(t0) {
+		t.Fatalf("status %+v, want occurrence 4 at %v (a retry's commit does not count)", got, t0)
+	}
+	// A record of an occurrence due earlier does not move it back.
+	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("a"), AttemptID: attemptID(1), Occurrence: 2, OccurrenceTime: t0.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustStatus(t, ix, keyOf("a")); got.Occurrence != 4 {
+		t.Fatalf("status %+v", got)
+	}
+}
+
+func nextOf(c Claim) *Entry {
+	n := c.Entry
+	n.Due, n.Expected = c.Due.Add(time.Hour), c.Expected.Add(time.Hour)
+	n.Occurrence++
+	return &n
+}
+
+func TestRestoreStatuses(t *testing.T) {
+	t.Parallel()
+	ix, _ := setup(t, Config{})
+	kept := Record{JobKey: keyOf("a"), AttemptID: attemptID(1), Executions: 1, Started: t0}
+	if _, err := ix.Record(t.Context(), kept); err != nil {
+		t.Fatal(err)
+	}
+	restored := contracts.Tally{Occurrence: 9, OccurrenceTime: t0, Executions: 12, Failures: 3, Faulted: 1, LastExecution: t0.Add(time.Second)}
+	if err := ix.RestoreStatuses(t.Context(), map[string]contracts.Tally{keyOf("a"): {Executions: 99}, keyOf("b"): restored}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustStatus(t, ix, keyOf("a")); got.Executions != 1 {
+		t.Fatalf("a kept status was overwritten: %+v", got)
+	}
+	if got, ok := mustStatus(t, ix, keyOf("b")); !ok || got != restored {
+		t.Fatalf("restored %+v, want %+v", got, restored)
+	}
+	// A restored status counts on from where it was.
+	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(2), Executions: 1, Failures: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustStatus(t, ix, keyOf("b")); got.Executions != 13 || got.Failures != 4 || got.Occurrence != 9 {
+		t.Fatalf("after a record: %+v", got)
+	}
+	if err := ix.RemoveJob(t.Context(), keyOf("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mustStatus(t, ix, keyOf("b")); ok {
+		t.Fatal("a removed job kept its status")
+	}
+}

@@ -1,0 +1,131 @@
+// Package service assembles the worker role: it connects to NATS, builds
+// the action senders, runs a worker on the shared execution consumer, and
+// serves /healthz and /readyz.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/builtin"
+	"github.com/jobscheduler/scheduler/internal/health"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/worker"
+)
+
+// Config configures the worker role.
+type Config struct {
+	// NATSURL is the NATS server to connect to. Required.
+	NATSURL string
+	// EncryptionKey opens the secrets the planners sealed (32 bytes, the
+	// planners' key). Required.
+	EncryptionKey []byte
+	// Listen is the address of /healthz and /readyz; empty serves none.
+	// Defaults to none.
+	Listen string
+	// Worker configures the worker; its Sender and Sealer are built here.
+	Worker worker.Config
+	// Actions configures the senders.
+	Actions builtin.Config
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("the NATS URL is required (--nats-url or SCHEDULER_NATS_URL)"))
+	}
+	if len(c.EncryptionKey) != seal.KeySize {
+		errs = append(errs, errors.New("the encryption key is required: the planners' 32 bytes, base64 (--encryption-key-file or SCHEDULER_ENCRYPTION_KEY)"))
+	}
+	return errors.Join(errs...)
+}
+
+// Service is a running worker role.
+type Service struct {
+	cfg      Config
+	nc       *nats.Conn
+	senders  actions.Sender
+	worker   *worker.Worker
+	http     *health.Server
+	stopOnce sync.Once
+}
+
+// Start connects and starts the worker.
+func Start(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg}
+	if err := s.start(ctx); err != nil {
+		s.Stop(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Service) start(ctx context.Context) error {
+	cfg := s.cfg
+	sealer, err := seal.New(cfg.EncryptionKey)
+	if err != nil {
+		return err
+	}
+	if s.senders, err = builtin.New(cfg.Actions); err != nil {
+		return err
+	}
+	var js jetstream.JetStream
+	s.nc, js, err = streams.Connect(cfg.NATSURL, "worker")
+	if err != nil {
+		return err
+	}
+	wc := cfg.Worker
+	wc.Sender, wc.Sealer, wc.Logger = s.senders, sealer, cfg.Logger
+	if s.worker, err = worker.Start(ctx, js, wc); err != nil {
+		return err
+	}
+	if cfg.Listen != "" {
+		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Addr returns the address of the health endpoints, "" when none.
+func (s *Service) Addr() string {
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
+}
+
+// Stop stops the worker (finishing or handing back the actions in flight,
+// see worker.Worker.Stop), then closes the senders and the connection. It
+// is idempotent.
+func (s *Service) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() {
+		if s.worker != nil {
+			s.worker.Stop(ctx)
+		}
+		if s.http != nil {
+			s.http.Shutdown(ctx)
+		}
+		if s.senders != nil {
+			_ = s.senders.Close()
+		}
+		if s.nc != nil {
+			s.nc.Close()
+		}
+	})
+}
