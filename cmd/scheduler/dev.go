@@ -16,13 +16,19 @@ func newDevCommand() *cobra.Command {
 		Use:   "dev [--listen 127.0.0.1:8080] [--data-dir DIR]",
 		Short: "Run everything in one process with embedded NATS and Redis",
 		Long: `Run the whole scheduler in one process: an embedded NATS server with
-JetStream (data under --data-dir, so collections and jobs survive a restart),
-an embedded Redis-protocol server (rebuilt from NATS at every start) and the
-planner with its REST API. The API needs no token on loopback.`,
+JetStream (data under --data-dir, so collections, jobs and history survive a
+restart), an embedded Redis-protocol server (rebuilt from NATS at every
+start), the planner with its REST API, a worker and the history consumer.
+The API needs no token on loopback, and HTTP actions may call endpoints on
+loopback.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "scheduler-data", "directory for the embedded servers' data and the encryption key")
+	var senders workerFlags
+	vars := map[string]string{}
+	senders.add(cmd.Flags(), vars, true)
+	bindEnv(cmd, vars)
 	logger := logFlags(cmd, "text")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := logger()
@@ -30,6 +36,11 @@ planner with its REST API. The API needs no token on loopback.`,
 			return err
 		}
 		cfg.Logger = log
+		wc, err := senders.config()
+		if err != nil {
+			return err
+		}
+		cfg.Actions = wc.Actions
 		env, err := dev.Start(cmd.Context(), cfg)
 		if err != nil {
 			return &exitError{code: 1, err: err}
@@ -57,7 +68,8 @@ Create a job collection and a job that calls an endpoint every minute, 5 times:
   curl -X PUT '%s/jobs/hello?api-version=2016-03-01' -H 'Content-Type: application/json' \
     -d '{"properties": {"action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9000/hello", "method": "POST"}}, "recurrence": {"frequency": "Minute", "count": 5}}}'
   curl '%s/jobs/hello?api-version=2016-03-01'
+  curl '%s/jobs/hello/history?api-version=2016-03-01'
 
 Stop with Ctrl-C.
-`, api, env.NATSURL(), api, api, base, base, base)
+`, api, env.NATSURL(), api, api, base, base, base, base)
 }

@@ -2,23 +2,65 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/jobscheduler/scheduler/actions/httpaction"
+	"github.com/jobscheduler/scheduler/actions/servicebus"
+	"github.com/jobscheduler/scheduler/actions/storagequeue"
+	historyservice "github.com/jobscheduler/scheduler/history/service"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner/service"
+	workerservice "github.com/jobscheduler/scheduler/worker/service"
 )
 
 func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve ROLE",
-		Short: "Run one role against real NATS and Redis servers",
+		Short: "Run one role (planner, worker or history) against real NATS and Redis servers",
 	}
-	cmd.AddCommand(newServePlannerCommand())
+	cmd.AddCommand(newServePlannerCommand(), newServeWorkerCommand(), newServeHistoryCommand())
 	return cmd
+}
+
+// stopper is a running role.
+type stopper interface{ Stop(ctx context.Context) }
+
+// runRole starts a role with the logger the flags ask for, waits for the
+// command's context to end (SIGINT, SIGTERM), and stops the role within
+// grace.
+func runRole(cmd *cobra.Command, logger func() (*slog.Logger, error), grace time.Duration,
+	start func(ctx context.Context, log *slog.Logger) (stopper, error)) error {
+	log, err := logger()
+	if err != nil {
+		return err
+	}
+	role, err := start(cmd.Context(), log)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	<-cmd.Context().Done()
+	log.Info("stopping")
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	role.Stop(ctx)
+	return nil
+}
+
+// commonFlags adds the flags every role has: the NATS server, the address
+// of its endpoints and the replicas of what it creates in JetStream.
+func commonFlags(flags *pflag.FlagSet, natsURL, listen *string, replicas *int, defaultListen, listenWhat string) map[string]string {
+	flags.StringVar(natsURL, "nats-url", "", "NATS server URL")
+	flags.StringVar(listen, "listen", defaultListen, "address of "+listenWhat)
+	flags.IntVar(replicas, "replicas", 1, "replicas of the KV bucket and streams (3 in a NATS cluster); all roles must agree")
+	return map[string]string{"nats-url": envNATSURL, "listen": envListen, "replicas": envReplicas}
 }
 
 func newServePlannerCommand() *cobra.Command {
@@ -29,39 +71,164 @@ func newServePlannerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "planner",
-		Short: "Run the planner: the REST API, NATS intake, the Redis timer and dispatch",
+		Short: "Run the planner: the REST API, NATS intake, the Redis timer, dispatch and the results feedback loop",
 		Args:  cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&cfg.NATSURL, "nats-url", env(envNATSURL, ""), "NATS server URL (env "+envNATSURL+")")
-	flags.StringVar(&cfg.RedisURL, "redis-url", env(envRedisURL, ""), "Redis URL, redis:// or rediss:// (env "+envRedisURL+")")
-	flags.StringVar(&cfg.Listen, "listen", env(envListen, "127.0.0.1:8080"), "address of the REST API, /healthz and /readyz (env "+envListen+")")
-	flags.StringVar(&tokens, "api-tokens", env(envAPITokens, ""), "comma-separated bearer tokens the API accepts; required beyond loopback (env "+envAPITokens+")")
-	flags.StringVar(&keyFile, "encryption-key-file", env(envKeyFile, ""), "file holding the base64 key that encrypts secrets (env "+envKeyFile+", or the key itself in "+envEncryptionKey+")")
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz and /readyz")
+	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
+	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
+	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&cfg.Partitions, "partitions", 16, "timer partitions (Redis hash slots); all planners must agree")
 	flags.StringVar(&cfg.RedisPrefix, "redis-prefix", "sched", "prefix of the planners' Redis keys; all planners must agree")
-	flags.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the KV bucket and streams (3 in a NATS cluster)")
 	flags.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claimed occurrence stays with its planner")
+	flags.DurationVar(&cfg.ActionTimeout, "action-timeout", 60*time.Second, "deadline of one attempt of an action")
+	flags.DurationVar(&cfg.EndedRetention, "ended-retention", 60*24*time.Hour, "how long Completed and Faulted jobs are kept before they are deleted")
+	vars["redis-url"], vars["api-tokens"], vars["encryption-key-file"] = envRedisURL, envAPITokens, envKeyFile
+	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
+	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
 	logger := logFlags(cmd, "json")
+	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		log, err := logger()
+		cfg.Tokens = splitList(tokens)
+		key, err := loadKey(keyFile)
 		if err != nil {
 			return err
 		}
-		cfg.Logger = log
-		cfg.Tokens = splitList(tokens)
+		cfg.EncryptionKey = key
+		return runRole(cmd, logger, 30*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
+			cfg.Logger = log
+			return service.Start(ctx, cfg)
+		})
+	}
+	return cmd
+}
+
+// workerFlags are the flags of the worker's senders that dev shares.
+type workerFlags struct {
+	allowLoopback, allowPrivate bool
+	caFile, oauthAuthority      string
+	queueEndpoint, region       string
+	busEndpoint                 string
+	busEmulator                 bool
+}
+
+// add registers the flags into vars, the flags' environment variables.
+// Dev always lets HTTP actions reach loopback: it has no --allow-loopback.
+func (w *workerFlags) add(flags *pflag.FlagSet, vars map[string]string, dev bool) {
+	if !dev {
+		flags.BoolVar(&w.allowLoopback, "allow-loopback", false, "let HTTP actions reach loopback addresses")
+		vars["allow-loopback"] = envAllowLoopback
+	}
+	flags.BoolVar(&w.allowPrivate, "allow-private-networks", false, "let HTTP actions reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
+	flags.StringVar(&w.caFile, "ca-file", "", "PEM file of extra certificate authorities trusted for HTTPS targets and the OAuth authority")
+	flags.StringVar(&w.oauthAuthority, "oauth-authority", httpaction.DefaultOAuthAuthority, "authority that issues ActiveDirectoryOAuth tokens")
+	flags.StringVar(&w.queueEndpoint, "storage-queue-endpoint", storagequeue.DefaultEndpointTemplate, "Storage queue endpoint; {account} is the storage account (Azurite: http://127.0.0.1:10001/{account})")
+	flags.StringVar(&w.region, "region", storagequeue.DefaultRegion, "region name written in Storage queue messages")
+	flags.StringVar(&w.busEndpoint, "service-bus-endpoint", servicebus.DefaultEndpointTemplate, "Service Bus endpoint; {namespace} is the action's namespace")
+	flags.BoolVar(&w.busEmulator, "service-bus-emulator", false, "talk plain AMQP to a local Service Bus emulator (UseDevelopmentEmulator=true)")
+	for flag, name := range map[string]string{
+		"allow-private-networks": envAllowPrivate, "ca-file": envCAFile, "oauth-authority": envOAuthAuthority,
+		"storage-queue-endpoint": envQueueEndpoint, "region": envRegion,
+		"service-bus-endpoint": envBusEndpoint, "service-bus-emulator": envBusEmulator,
+	} {
+		vars[flag] = name
+	}
+}
+
+// config returns the senders' configuration.
+func (w *workerFlags) config() (cfg workerservice.Config, err error) {
+	a := &cfg.Actions
+	a.HTTP.AllowLoopback, a.HTTP.AllowPrivate, a.HTTP.OAuthAuthority = w.allowLoopback, w.allowPrivate, w.oauthAuthority
+	if w.caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(w.caFile)
+		if err != nil {
+			return cfg, &exitError{code: 1, err: fmt.Errorf("--ca-file: %w", err)}
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return cfg, &exitError{code: 1, err: fmt.Errorf("--ca-file %s holds no PEM certificate", w.caFile)}
+		}
+		a.HTTP.RootCAs, a.StorageQueue.RootCAs = pool, pool
+	}
+	a.StorageQueue.EndpointTemplate, a.StorageQueue.Region = w.queueEndpoint, w.region
+	a.ServiceBus.EndpointTemplate, a.ServiceBus.Emulator = w.busEndpoint, w.busEmulator
+	return cfg, nil
+}
+
+func newServeWorkerCommand() *cobra.Command {
+	var (
+		natsURL, listen, keyFile string
+		replicas                 int
+		senders                  workerFlags
+		wc                       workerservice.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker: perform the due executions and publish their results",
+		Long: `Run a worker: it takes executions from the shared durable consumer of the
+EXEC stream, performs each action (HTTP, Storage queue, Service Bus), and
+publishes one result event per attempt. Run as many as the load needs; on
+SIGTERM a worker stops fetching, finishes the actions in flight (or hands
+them back after --drain-timeout) and exits.`,
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	vars := commonFlags(flags, &natsURL, &listen, &replicas, "127.0.0.1:8081", "/healthz and /readyz")
+	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the planners' base64 encryption key (or the key itself in "+envEncryptionKey+")")
+	flags.IntVar(&wc.Worker.Concurrency, "concurrency", 128, "most actions performed at the same time")
+	flags.DurationVar(&wc.Worker.AckWait, "ack-wait", 90*time.Second, "how long an execution may go unacknowledged before it is delivered again; above the action timeout, and the same on every worker")
+	flags.IntVar(&wc.Worker.MaxDeliveries, "max-deliveries", 5, "deliveries after which an execution is reported failed without being performed again")
+	flags.DurationVar(&wc.Worker.DrainTimeout, "drain-timeout", 30*time.Second, "how long a stopping worker lets the actions in flight finish")
+	flags.StringVar(&wc.Worker.Name, "name", "", "name of the worker in results (default: host name and process id)")
+	vars["encryption-key-file"], vars["concurrency"], vars["ack-wait"] = envKeyFile, envConcurrency, envAckWait
+	vars["max-deliveries"], vars["drain-timeout"], vars["name"] = envMaxDeliveries, envDrainTimeout, envWorkerName
+	senders.add(flags, vars, false)
+	logger := logFlags(cmd, "json")
+	bindEnv(cmd, vars)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := senders.config()
+		if err != nil {
+			return err
+		}
 		if cfg.EncryptionKey, err = loadKey(keyFile); err != nil {
 			return err
 		}
-		svc, err := service.Start(cmd.Context(), cfg)
-		if err != nil {
-			return &exitError{code: 1, err: err}
+		cfg.NATSURL, cfg.Listen, cfg.Worker = natsURL, listen, wc.Worker
+		cfg.Worker.Replicas = replicas
+		return runRole(cmd, logger, wc.Worker.DrainTimeout+5*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
+			cfg.Logger = log
+			return workerservice.Start(ctx, cfg)
+		})
+	}
+	return cmd
+}
+
+func newServeHistoryCommand() *cobra.Command {
+	var cfg historyservice.Config
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Run the history consumer: store every result as a job history entry",
+		Args:  cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.History.Retention.Replicas, "127.0.0.1:8082", "/healthz and /readyz")
+	flags.DurationVar(&cfg.History.Retention.MaxAge, "history-max-age", streams.DefaultHistoryMaxAge, "how long history entries are kept")
+	flags.Int64Var(&cfg.History.Retention.MaxPerJob, "history-max-entries", streams.DefaultHistoryMaxPerJob, "how many history entries are kept per job")
+	vars["history-max-age"], vars["history-max-entries"] = envHistoryMaxAge, envHistoryMaxJob
+	logger := logFlags(cmd, "json")
+	bindEnv(cmd, vars)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cfg.History.Retention.MaxAge <= 0 || cfg.History.Retention.MaxPerJob <= 0 {
+			return fmt.Errorf("--history-max-age and --history-max-entries must be positive")
 		}
-		<-cmd.Context().Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		svc.Stop(ctx)
-		return nil
+		return runRole(cmd, logger, 30*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
+			cfg.Logger = log
+			return historyservice.Start(ctx, cfg)
+		})
 	}
 	return cmd
 }

@@ -22,13 +22,6 @@ import (
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
-// fakeClock is the injected time of every planner in a test.
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *fakeClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type env struct {
@@ -37,7 +30,7 @@ type env struct {
 	store  *store.Store
 	rdb    redis.UniversalClient
 	prefix string
-	clock  *fakeClock
+	clock  *testkit.Clock
 	// realClock makes the planners use the real time instead of clock.
 	realClock bool
 	sealer    *seal.Sealer
@@ -45,8 +38,7 @@ type env struct {
 
 func setup(t testing.TB) *env {
 	t.Helper()
-	e := &env{ns: testkit.NATS(t), clock: &fakeClock{}}
-	e.clock.Set(t0)
+	e := &env{ns: testkit.NATS(t), clock: testkit.NewClock(t0)}
 	_, e.js = testkit.JetStream(t, e.ns)
 	e.rdb, e.prefix, _ = testkit.Redis(t)
 	var err error

@@ -252,9 +252,12 @@ func (c *Consumer) end(ctx context.Context, r contracts.Result, j store.Job, now
 	if r.ActionName == contracts.MainAction && r.Outcome == contracts.Succeeded {
 		state = contracts.JobStateCompleted
 	}
-	if _, scheduled, err := c.ix.Get(ctx, r.Job.KVKey(), ""); err != nil {
+	// The schedule's entry may still be this occurrence's, claimed by a
+	// planner that has not committed it yet (the worker was faster): only
+	// another occurrence means the job goes on.
+	if e, scheduled, err := c.ix.Get(ctx, r.Job.KVKey(), ""); err != nil {
 		return err
-	} else if scheduled {
+	} else if scheduled && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
 		return nil
 	}
 	for range finalAttempts {

@@ -81,6 +81,9 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Actions.ServiceBus.Logger == nil {
+		cfg.Actions.ServiceBus.Logger = cfg.Logger
+	}
 	if s.senders, err = builtin.New(cfg.Actions); err != nil {
 		return err
 	}
