@@ -20,8 +20,8 @@ import (
 
 	"github.com/jobscheduler/scheduler/actions/builtin"
 	"github.com/jobscheduler/scheduler/contracts"
-	historyservice "github.com/jobscheduler/scheduler/history/service"
 	"github.com/jobscheduler/scheduler/history"
+	historyservice "github.com/jobscheduler/scheduler/history/service"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 	"github.com/jobscheduler/scheduler/planner/service"
