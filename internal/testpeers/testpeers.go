@@ -26,7 +26,8 @@ import (
 	"time"
 )
 
-// RequiredEnv, set to "required", turns a missing peer into a test failure.
+// RequiredEnv names the variable that, set to "required", turns a missing
+// peer into a test failure.
 const RequiredEnv = "SCHEDULER_TEST_PEERS"
 
 // Dir returns the directory holding package.json and node_modules.
