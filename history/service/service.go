@@ -75,12 +75,7 @@ func (s *Service) start(ctx context.Context, cfg Config) error {
 }
 
 // Addr returns the address of the health endpoints, "" when none.
-func (s *Service) Addr() string {
-	if s.http == nil {
-		return ""
-	}
-	return s.http.Addr()
-}
+func (s *Service) Addr() string { return s.http.Addr() }
 
 // Stop stores the results already fetched, then closes the connection. It
 // is idempotent.
@@ -89,9 +84,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.consumer != nil {
 			s.consumer.Stop()
 		}
-		if s.http != nil {
-			s.http.Shutdown(ctx)
-		}
+		s.http.Shutdown(ctx)
 		if s.nc != nil {
 			s.nc.Close()
 		}

@@ -56,12 +56,22 @@ func ListenReady(addr string, ready Readiness) (*Server, error) {
 	return Listen(addr, mux)
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() string { return s.listener.Addr().String() }
+// Addr returns the address the server listens on; "" for a nil Server (a
+// role that serves no endpoints).
+func (s *Server) Addr() string {
+	if s == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
 
 // Shutdown stops accepting requests and lets those in progress finish
-// until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) { _ = s.http.Shutdown(ctx) }
+// until ctx ends. A nil Server has nothing to shut down.
+func (s *Server) Shutdown(ctx context.Context) {
+	if s != nil {
+		_ = s.http.Shutdown(ctx)
+	}
+}
 
 // NATSReady reports a problem when the connection is not connected.
 func NATSReady(nc *nats.Conn) []string {

@@ -226,9 +226,7 @@ func (s *Service) Ready() bool { return s.dispatcher != nil && s.dispatcher.Read
 // dispatcher and closes the connections. It is idempotent.
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
-		if s.http != nil {
-			s.http.Shutdown(ctx)
-		}
+		s.http.Shutdown(ctx)
 		if s.intake != nil {
 			s.intake.Stop()
 		}

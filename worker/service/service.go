@@ -106,12 +106,7 @@ func (s *Service) start(ctx context.Context) error {
 }
 
 // Addr returns the address of the health endpoints, "" when none.
-func (s *Service) Addr() string {
-	if s.http == nil {
-		return ""
-	}
-	return s.http.Addr()
-}
+func (s *Service) Addr() string { return s.http.Addr() }
 
 // Stop stops the worker (finishing or handing back the actions in flight,
 // see worker.Worker.Stop), then closes the senders and the connection. It
@@ -121,9 +116,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.worker != nil {
 			s.worker.Stop(ctx)
 		}
-		if s.http != nil {
-			s.http.Shutdown(ctx)
-		}
+		s.http.Shutdown(ctx)
 		if s.senders != nil {
 			_ = s.senders.Close()
 		}
