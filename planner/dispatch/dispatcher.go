@@ -383,18 +383,22 @@ func (d *Dispatcher) apply(ctx context.Context, changes []store.Change) error {
 // the jobs that are not enabled.
 func (d *Dispatcher) schedule(ctx context.Context, jobs []pendingJob) error {
 	var (
-		errs    []error
-		keys    []string
-		enabled []pendingJob
+		errs     []error
+		keys     []string
+		enabled  []pendingJob
+		disabled []string
 	)
 	for _, p := range jobs {
 		key := p.job.Ref.KVKey()
 		if p.job.Properties.State != contracts.JobStateEnabled {
-			errs = append(errs, d.ix.Remove(ctx, key, scheduleSlot))
+			disabled = append(disabled, key)
 			continue
 		}
 		keys = append(keys, key)
 		enabled = append(enabled, p)
+	}
+	if len(disabled) > 0 {
+		errs = append(errs, d.ix.RemoveAll(ctx, disabled, scheduleSlot))
 	}
 	if len(enabled) == 0 {
 		return errors.Join(errs...)

@@ -195,9 +195,10 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 	if wake {
 		c.jobs.Wake()
 	}
-	for _, p := range work {
-		if err := c.end(ctx, p.result, p.job, now); err != nil {
-			c.cfg.Logger.Warn("ending a job", slog.String("job", p.result.Job.Key()), slog.String("error", err.Error()))
+	errs := c.end(ctx, work, now)
+	for i, p := range work {
+		if errs[i] != nil {
+			c.cfg.Logger.Warn("ending a job", slog.String("job", p.result.Job.Key()), slog.String("error", errs[i].Error()))
 			_ = p.msg.NakWithDelay(time.Second)
 			continue
 		}
@@ -236,52 +237,61 @@ func FollowUp(r contracts.Result, j store.Job, now time.Time) *timer.Entry {
 	return &next
 }
 
-// finalAttempts bounds how often ending a job is tried again when the job
-// was changed at the same time.
-const finalAttempts = 5
+// endParallelism is how many jobs end at the same time.
+const endParallelism = 16
 
-// end makes the job Completed or Faulted when the result ended its last
-// occurrence and nothing else is scheduled for it (it was not given a new
-// schedule meanwhile). Only an enabled job ends; ending one twice is
-// harmless.
-func (c *Consumer) end(ctx context.Context, r contracts.Result, j store.Job, now time.Time) error {
-	if !r.LastOccurrence || !r.Ends(j.Properties.Action != nil && j.Properties.Action.ErrorAction != nil) {
-		return nil
-	}
-	state := contracts.JobStateFaulted
-	if r.ActionName == contracts.MainAction && r.Outcome == contracts.Succeeded {
-		state = contracts.JobStateCompleted
-	}
-	// The schedule's entry may still be this occurrence's, claimed by a
-	// planner that has not committed it yet (the worker was faster): only
-	// another occurrence means the job goes on.
-	if e, scheduled, err := c.ix.Get(ctx, r.Job.KVKey(), ""); err != nil {
-		return err
-	} else if scheduled && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
-		return nil
-	}
-	for range finalAttempts {
-		cur, err := c.store.GetJob(ctx, j.Ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
+// end makes Completed or Faulted each job whose last occurrence a result
+// ended and for which nothing else is scheduled (it was not given a new
+// schedule meanwhile), and returns the error of each result's work. Only an
+// enabled job ends; ending one twice is harmless.
+func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []error {
+	errs := make([]error, len(work))
+	var (
+		ending []int
+		keys   []string
+	)
+	for i, p := range work {
+		r, main := p.result, p.job.Properties.Action
+		if r.LastOccurrence && r.Ends(main != nil && main.ErrorAction != nil) {
+			ending = append(ending, i)
+			keys = append(keys, r.Job.KVKey())
 		}
-		if err != nil {
-			return err
+	}
+	if len(ending) == 0 {
+		return errs
+	}
+	entries, scheduled, err := c.ix.GetAll(ctx, keys, "")
+	if err != nil {
+		for _, i := range ending {
+			errs[i] = err
 		}
-		if cur.Properties.State != contracts.JobStateEnabled {
-			return nil
-		}
-		cur.Properties.State = state
-		ended := now.UTC()
-		cur.Ended = &ended
-		_, err = c.store.UpdateJob(ctx, cur, cur.Revision)
-		if errors.Is(err, store.ErrConflict) {
+		return errs
+	}
+	slots := make(chan struct{}, endParallelism)
+	var wg sync.WaitGroup
+	for n, i := range ending {
+		r := work[i].result
+		// The schedule's entry may still be this occurrence's, claimed by a
+		// planner that has not committed it yet (the worker was faster):
+		// only another occurrence means the job goes on.
+		if e := entries[n]; scheduled[n] && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
 			continue
 		}
-		if err == nil {
-			c.cfg.Logger.Info("job ended", slog.String("job", j.Ref.Key()), slog.String("state", string(state)))
+		state := contracts.JobStateFaulted
+		if r.ActionName == contracts.MainAction && r.Outcome == contracts.Succeeded {
+			state = contracts.JobStateCompleted
 		}
-		return err
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			ended, err := c.store.EndJob(ctx, r.Job, state, now)
+			if ended {
+				c.cfg.Logger.Info("job ended", slog.String("job", r.Job.Key()), slog.String("state", string(state)))
+			}
+			errs[i] = err
+		}()
 	}
-	return fmt.Errorf("ending job %s: it kept changing", j.Ref.Key())
+	wg.Wait()
+	return errs
 }

@@ -330,6 +330,53 @@ func (s *Store) UpdateJob(ctx context.Context, j Job, expected uint64) (Job, err
 	return j, nil
 }
 
+// endJobAttempts bounds how often EndJob tries again when the job changed
+// while it was being ended.
+const endJobAttempts = 5
+
+// EndJob makes an enabled job Completed or Faulted (state), ended at ended,
+// and reports whether it did: a job that is not enabled (disabled, or ended
+// already) or that does not exist is left as it is. Only the state and the
+// end time change, at rest: the job's sealed secrets are not opened.
+func (s *Store) EndJob(ctx context.Context, ref contracts.JobRef, state contracts.JobState, ended time.Time) (bool, error) {
+	if err := checkJobRef(ref); err != nil {
+		return false, err
+	}
+	key := ref.KVKey()
+	for range endJobAttempts {
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("ending job %s: %w", key, err)
+		}
+		var r jobRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return false, fmt.Errorf("decoding job %s: %w", key, err)
+		}
+		if r.Properties.State != contracts.JobStateEnabled {
+			return false, nil
+		}
+		at := timestamp(ended)
+		r.Properties.State, r.Ended, r.Updated = state, &at, timestamp(s.now())
+		r.CreateRevision = cmp.Or(r.CreateRevision, e.Revision())
+		value, err := json.Marshal(r)
+		if err != nil {
+			return false, fmt.Errorf("encoding job %s: %w", key, err)
+		}
+		_, err = s.kv.Update(ctx, key, value, e.Revision())
+		if isMismatch(err) {
+			continue // changed meanwhile: look again
+		}
+		if err != nil {
+			return false, fmt.Errorf("ending job %s: %w", key, err)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("ending job %s: it changed on each of %d attempts: %w", key, endJobAttempts, ErrConflict)
+}
+
 // DeleteJob deletes the job ref names (ErrNotFound when it does not exist).
 func (s *Store) DeleteJob(ctx context.Context, ref contracts.JobRef) error {
 	if err := checkJobRef(ref); err != nil {

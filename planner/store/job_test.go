@@ -466,3 +466,58 @@ func TestListingManyJobs(t *testing.T) {
 		t.Fatalf("after delete: count %d, %v", c, err)
 	}
 }
+
+func TestEndJob(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	mustPutCollection(t, s, collRef)
+	j, err := s.CreateJob(ctx, newJob(collRef.Job("ends")), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	ended, err := s.EndJob(ctx, j.Ref, contracts.JobStateFaulted, at)
+	if err != nil || !ended {
+		t.Fatalf("EndJob: %v, %v", ended, err)
+	}
+	got, err := s.GetJob(ctx, j.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Properties.State != contracts.JobStateFaulted || got.Ended == nil || !got.Ended.Equal(at) || got.Revision == j.Revision {
+		t.Errorf("after EndJob: state %s, ended %v", got.Properties.State, got.Ended)
+	}
+	// Everything else is as it was, the secrets still sealed at rest and
+	// opening to the same values.
+	want := j
+	want.Properties.State, want.Ended, want.Revision, want.Updated = got.Properties.State, got.Ended, got.Revision, got.Updated
+	assertJob(t, got, want)
+	raw, err := b.kv.Get(ctx, j.Ref.KVKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"QUEUE-SAS-TOKEN", "ERROR-SB-KEY", "BASIC-PASSWORD"} {
+		if strings.Contains(string(raw.Value()), secret) {
+			t.Errorf("%s is in clear at rest", secret)
+		}
+	}
+
+	again, err := s.EndJob(ctx, j.Ref, contracts.JobStateCompleted, at.Add(time.Hour))
+	if err != nil || again {
+		t.Errorf("ending an ended job: %v, %v", again, err)
+	}
+	if got, _ := s.GetJob(ctx, j.Ref); got.Properties.State != contracts.JobStateFaulted {
+		t.Errorf("an ended job was ended again as %s", got.Properties.State)
+	}
+	disabled := newJob(collRef.Job("off"))
+	disabled.Properties.State = contracts.JobStateDisabled
+	if _, err := s.CreateJob(ctx, disabled, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []contracts.JobRef{disabled.Ref, collRef.Job("missing")} {
+		if ended, err := s.EndJob(ctx, ref, contracts.JobStateCompleted, at); err != nil || ended {
+			t.Errorf("%s: %v, %v", ref.Job, ended, err)
+		}
+	}
+}

@@ -122,6 +122,18 @@ func (ix *Index) Remove(ctx context.Context, jobKey, slot string) error {
 	return nil
 }
 
+// RemoveAll is Remove for many jobs' entries in one slot, in pipelines.
+func (ix *Index) RemoveAll(ctx context.Context, jobKeys []string, slot string) error {
+	calls := make([]scriptCall, len(jobKeys))
+	for i, k := range jobKeys {
+		calls[i] = scriptCall{keys: ix.keysOf(k), args: []any{entryID(k, slot)}}
+	}
+	if err := ix.runAll(ctx, removeScript, calls); err != nil {
+		return fmt.Errorf("removing %d entries: %w", len(jobKeys), err)
+	}
+	return nil
+}
+
 // removeJobScript deletes every entry of one job, its schedule and each slot
 // in its slot list, and its status.
 //

@@ -192,3 +192,20 @@ func TestRestoreStatuses(t *testing.T) {
 		t.Fatal("a removed job kept its status")
 	}
 }
+
+func TestRemoveAll(t *testing.T) {
+	t.Parallel()
+	ix, _ := setup(t, Config{Partitions: 4})
+	mustSchedule(t, ix, entry("a", "", t0), entry("b", "", t0), entry("b", "r1", t0), entry("c", "", t0))
+	if err := ix.RemoveAll(t.Context(), []string{keyOf("a"), keyOf("b"), keyOf("none")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		job, slot string
+		want      bool
+	}{{"a", "", false}, {"b", "", false}, {"b", "r1", true}, {"c", "", true}} {
+		if _, ok := mustGet(t, ix, keyOf(c.job), c.slot); ok != c.want {
+			t.Errorf("%s#%s present: %v, want %v", c.job, c.slot, ok, c.want)
+		}
+	}
+}
