@@ -1,0 +1,347 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/actions/builtin"
+	"github.com/jobscheduler/scheduler/actions/httpaction"
+	"github.com/jobscheduler/scheduler/contracts"
+	historyservice "github.com/jobscheduler/scheduler/history/service"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/service"
+	"github.com/jobscheduler/scheduler/planner/store"
+	"github.com/jobscheduler/scheduler/planner/timer"
+	"github.com/jobscheduler/scheduler/worker"
+	workerservice "github.com/jobscheduler/scheduler/worker/service"
+)
+
+// The action benchmarks run the whole system in this process on the real
+// clock: a planner, the history consumer and one or two workers, each role
+// with its own NATS connection, on an embedded NATS server (file store) and
+// the Redis named by SCHEDULER_TEST_REDIS_URL (miniredis without it, which
+// is far slower than a real server). One-time HTTP jobs are written straight
+// into the job store, so that neither the API nor the quotas are measured,
+// and each calls a local sink that notes when the call arrived. The figures
+// run from a job's due time to its call reaching the sink: the planner's
+// claim and publish, JetStream, the worker's fetch, decoding and HTTP
+// request. The results of the calls are processed (the planner's feedback,
+// the history consumer) at the same time, on the same two cores. Run them
+// with -benchtime 1x; each reports its figures as metrics. Commands and
+// figures are in docs/benchmarks.md.
+
+// quietBeforeDue is how long before the first due time the last job must be
+// written. The dispatcher reads a job written less than 10 s before its
+// first occurrence from the store once more before publishing it (a job the
+// quota check takes back must never fire); the benchmarks measure jobs
+// written well ahead, as scheduled jobs are.
+const quietBeforeDue = 11 * time.Second
+
+// dueLayout is the layout of the x-ms-scheduler-expected-execution-time
+// header: whole seconds, UTC.
+const dueLayout = "2006-01-02T15:04:05"
+
+// sinkCall is what the sink notes of one job's calls.
+type sinkCall struct {
+	calls atomic.Int32
+	// at is when the first call arrived, due its due time as the request
+	// said (both unix nanoseconds).
+	at, due atomic.Int64
+}
+
+// sink is the HTTP endpoint the benchmarks' jobs call. It answers 200 at
+// once and notes, without a lock, each call's arrival and due time under
+// the job's number ("job-0000042" is 42).
+type sink struct {
+	*httptest.Server
+	jobs []sinkCall
+	// called counts the jobs called at least once, stray the requests that
+	// name no job of the benchmark or carry no due time.
+	called, stray atomic.Int64
+}
+
+func newSink(b *testing.B, n int) *sink {
+	b.Helper()
+	s := &sink{jobs: make([]sinkCall, n)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		i, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get(httpaction.HeaderJobID), "job-"))
+		due, dueErr := time.ParseInLocation(dueLayout, r.Header.Get(httpaction.HeaderExpectedExecutionTime), time.UTC)
+		if err != nil || dueErr != nil || i < 0 || i >= len(s.jobs) {
+			s.stray.Add(1)
+			return
+		}
+		c := &s.jobs[i]
+		if c.calls.Add(1) == 1 {
+			c.at.Store(at.UnixNano())
+			c.due.Store(due.UnixNano())
+			s.called.Add(1)
+		}
+	}))
+	b.Cleanup(s.Close)
+	return s
+}
+
+// wait waits until every job called, then checks that each called exactly
+// once, and nothing else did.
+func (s *sink) wait(b *testing.B, within time.Duration) {
+	b.Helper()
+	n := int64(len(s.jobs))
+	testkit.Eventually(b, within, func() bool { return s.called.Load() >= n }, "only some of the %d jobs called the sink", n)
+	s.check(b)
+}
+
+// check fails the benchmark unless every job called exactly once and no
+// other request came.
+func (s *sink) check(b *testing.B) {
+	b.Helper()
+	var missing, twice []int
+	for i := range s.jobs {
+		switch c := s.jobs[i].calls.Load(); {
+		case c == 0:
+			missing = append(missing, i)
+		case c > 1:
+			twice = append(twice, i)
+		}
+	}
+	if len(missing) > 0 || len(twice) > 0 || s.stray.Load() > 0 {
+		b.Fatalf("of %d jobs, %d never called (first %v) and %d called more than once (first %v); %d stray requests",
+			len(s.jobs), len(missing), missing[:min(len(missing), 5)], len(twice), twice[:min(len(twice), 5)], s.stray.Load())
+	}
+}
+
+// report reports the percentiles of the calls' lateness (arrival − due
+// time) and, with rate, the actions per second from the first due time to
+// the last call. A call before its due time fails the benchmark.
+func (s *sink) report(b *testing.B, rate bool) {
+	b.Helper()
+	late := make([]time.Duration, len(s.jobs))
+	first, last := int64(1<<63-1), int64(0)
+	for i := range s.jobs {
+		c := &s.jobs[i]
+		at, due := c.at.Load(), c.due.Load()
+		if at < due {
+			b.Fatalf("job-%07d was called %s before its due time", i, time.Duration(due-at))
+		}
+		late[i] = time.Duration(at - due)
+		first, last = min(first, due), max(last, at)
+	}
+	slices.Sort(late)
+	ms := func(p float64) float64 {
+		return float64(late[int(p*float64(len(late)-1))]) / float64(time.Millisecond)
+	}
+	if rate {
+		b.ReportMetric(float64(len(s.jobs))/time.Duration(last-first).Seconds(), "actions/s")
+	}
+	b.ReportMetric(ms(0.50), "p50-late-ms")
+	b.ReportMetric(ms(0.90), "p90-late-ms")
+	b.ReportMetric(ms(0.99), "p99-late-ms")
+	b.ReportMetric(ms(1), "max-late-ms")
+}
+
+// benchSystem is a running scheduler on the real clock, with the job store
+// and the timer open beside it.
+type benchSystem struct {
+	planner *service.Service
+	js      jetstream.JetStream
+	store   *store.Store
+	timer   *timer.Index
+}
+
+// startBench runs a planner with its defaults (500 ms lookahead), the
+// history consumer and the given number of workers, each worker with its
+// own NATS connection and HTTP actions allowed to reach loopback.
+func startBench(b *testing.B, workers int) *benchSystem {
+	b.Helper()
+	ctx := context.Background()
+	ns := testkit.NATS(b)
+	rdb, prefix, mr := testkit.Redis(b)
+	redisURL := testkit.RedisURL()
+	if mr != nil {
+		redisURL = "redis://" + mr.Addr()
+	}
+	key := make([]byte, seal.KeySize)
+	_, _ = rand.Read(key)
+
+	hist, err := historyservice.Start(ctx, historyservice.Config{NATSURL: ns.ClientURL(), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { hist.Stop(context.Background()) })
+	p, err := service.Start(ctx, service.Config{
+		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix,
+		Listen: "127.0.0.1:0", EncryptionKey: key, Logger: quiet,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Stop(context.Background()) })
+	for i := range workers {
+		w, err := workerservice.Start(ctx, workerservice.Config{
+			NATSURL: ns.ClientURL(), EncryptionKey: key, Logger: quiet,
+			Actions: builtin.Config{HTTP: httpaction.Config{AllowLoopback: true}},
+			Worker:  worker.Config{Name: fmt.Sprintf("bench-worker-%d", i+1)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { w.Stop(context.Background()) })
+	}
+	testkit.Eventually(b, time.Minute, p.Ready, "the planner did not become ready")
+
+	_, js := testkit.JetStream(b, ns)
+	sealer, err := seal.New(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(ctx, js, store.Config{Sealer: sealer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix, err := timer.New(rdb, timer.Config{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchSystem{planner: p, js: js, store: st, timer: ix}
+}
+
+// importJobs writes n one-time jobs, job i due at due(i), each a POST to
+// url, in collections of 1,000 jobs; then it waits until the planner has
+// scheduled them all, and fails when that left less than quietBeforeDue
+// (for the writing) or a second (for the scheduling) before first.
+func (s *benchSystem) importJobs(b *testing.B, n int, url string, first time.Time, due func(i int) time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	jobs := make([]store.Job, 0, 10_000)
+	flush := func() {
+		if err := s.store.ImportJobs(ctx, jobs); err != nil {
+			b.Fatal(err)
+		}
+		jobs = jobs[:0]
+	}
+	for i := range n {
+		coll := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: fmt.Sprintf("c%04d", i/1000)}
+		if i%1000 == 0 {
+			if _, err := s.store.PutCollection(ctx, store.Collection{Ref: coll}, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		def := fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": %q, "method": "POST"}}}`,
+			due(i).UTC().Format(time.RFC3339), url)
+		p, errs := planner.ParseJob([]byte(def), time.Now())
+		if len(errs) > 0 {
+			b.Fatal(errs)
+		}
+		p.State = contracts.JobStateEnabled
+		jobs = append(jobs, store.Job{Ref: coll.Job(fmt.Sprintf("job-%07d", i)), Properties: p})
+		if len(jobs) == cap(jobs) {
+			flush()
+		}
+	}
+	flush()
+	if left := time.Until(first); left < quietBeforeDue {
+		b.Fatalf("writing %d jobs left %s before the first due time, want at least %s: start further ahead", n, left.Round(time.Millisecond), quietBeforeDue)
+	}
+	testkit.Eventually(b, time.Until(first)-time.Second, func() bool {
+		got, err := s.timer.Len(ctx)
+		return err == nil && got == int64(n) && s.planner.Ready()
+	}, "the planner did not schedule the %d jobs a second before the first was due", n)
+}
+
+// waitSettled waits until every result of n calls is stored and both of
+// its consumers, the planner's feedback and the history consumer, have
+// processed them all; it returns when that happened.
+func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) time.Time {
+	b.Helper()
+	ctx := context.Background()
+	settled := func() bool {
+		st, err := s.js.Stream(ctx, contracts.ResultsStream)
+		if err != nil {
+			return false
+		}
+		info, err := st.Info(ctx)
+		if err != nil || info.State.LastSeq < uint64(n) {
+			return false
+		}
+		for _, name := range []string{contracts.PlannerConsumer, contracts.HistoryConsumer} {
+			c, err := st.Consumer(ctx, name)
+			if err != nil {
+				return false
+			}
+			ci, err := c.Info(ctx)
+			if err != nil || ci.NumPending > 0 || ci.NumAckPending > 0 || ci.AckFloor.Stream < info.State.LastSeq {
+				return false
+			}
+		}
+		return true
+	}
+	// Polled every 20 ms: each look is three JetStream API requests.
+	deadline := time.Now().Add(within)
+	for !settled() {
+		if time.Now().After(deadline) {
+			b.Fatalf("after %s the results of %d calls were not all processed", within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Now()
+}
+
+// BenchmarkActionsBurst: 20,000 one-time HTTP jobs due at the same
+// instant, with one and with two workers. Reports the actions per second
+// from the due time to the last call, the calls' lateness, and how long
+// after the due time every result was processed.
+func BenchmarkActionsBurst(b *testing.B) {
+	const n = 20_000
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for b.Loop() {
+				s := startBench(b, workers)
+				k := newSink(b, n)
+				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
+				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
+				k.wait(b, time.Until(due)+5*time.Minute)
+				k.report(b, true)
+				settled := s.waitSettled(b, n, 5*time.Minute)
+				b.ReportMetric(settled.Sub(due).Seconds(), "s-to-settle")
+				k.check(b)
+			}
+		})
+	}
+}
+
+// BenchmarkActionsSteady: 1,000 one-time HTTP jobs due at each whole second
+// for 30 seconds, with one and with two workers. Reports the calls'
+// lateness, and how long after the last due time every result was
+// processed.
+func BenchmarkActionsSteady(b *testing.B) {
+	const perSecond, seconds = 1000, 30
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for b.Loop() {
+				s := startBench(b, workers)
+				k := newSink(b, perSecond*seconds)
+				first := time.Now().Add(25 * time.Second).Truncate(time.Second)
+				due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }
+				s.importJobs(b, perSecond*seconds, k.URL+"/hook", first, due)
+				k.wait(b, time.Until(first)+seconds*time.Second+5*time.Minute)
+				k.report(b, false)
+				settled := s.waitSettled(b, perSecond*seconds, 5*time.Minute)
+				b.ReportMetric(settled.Sub(due(perSecond*seconds-1)).Seconds(), "s-to-settle")
+				k.check(b)
+			}
+		})
+	}
+}
