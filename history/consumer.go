@@ -29,6 +29,9 @@ type Config struct {
 	// CacheSize is how many jobs' newest entries each shard remembers, to
 	// spare a read before each write. Defaults to 4096.
 	CacheSize int
+	// Stored is called with each entry stored, for metrics; from many
+	// goroutines at once. Defaults to none.
+	Stored func(e contracts.HistoryEntry)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -164,7 +167,8 @@ func (s *shard) store(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	subject := contracts.HistorySubjectPrefix + r.Job.Tokens()
-	data, err := json.Marshal(r.HistoryEntry())
+	entry := r.HistoryEntry()
+	data, err := json.Marshal(entry)
 	if err != nil {
 		log.Error("encoding a history entry", slog.String("job", r.Job.Key()), slog.String("error", err.Error()))
 		_ = m.Term()
@@ -198,6 +202,9 @@ func (s *shard) store(ctx context.Context, m jetstream.Msg) {
 		default:
 			s.remember(subject, newest{seq: ack.Sequence, id: r.OccurrenceID, tally: tally})
 			_ = m.Ack()
+			if s.c.cfg.Stored != nil {
+				s.c.cfg.Stored(entry)
+			}
 			return
 		}
 		break

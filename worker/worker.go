@@ -53,10 +53,24 @@ type Config struct {
 	// Replicas of the streams the worker creates when no planner did yet.
 	// Defaults to 1.
 	Replicas int
+	// Observer learns of every execution performed, for metrics. Defaults
+	// to none.
+	Observer Observer
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// Observer learns what the worker does. Its methods are called from many
+// goroutines at once.
+type Observer interface {
+	// Started is called when the worker starts on an execution.
+	Started()
+	// Finished is called when it is done with it: r is the result stored,
+	// nil when the execution was handed back or its result could not be
+	// stored (it is delivered again).
+	Finished(r *contracts.Result)
 }
 
 func (c Config) withDefaults() Config {
@@ -172,7 +186,12 @@ func (w *Worker) take(m jetstream.Msg) {
 			<-w.slots
 			w.inFlight.Done()
 		}()
-		w.perform(m)
+		if w.cfg.Observer == nil {
+			w.perform(m)
+			return
+		}
+		w.cfg.Observer.Started()
+		w.cfg.Observer.Finished(w.perform(m))
 	}()
 }
 
@@ -204,20 +223,20 @@ func (w *Worker) Stop(ctx context.Context) {
 }
 
 // perform runs one execution and acknowledges it once its result is
-// stored. An execution that cannot be read is terminated; one whose action
-// was cancelled by Stop is handed back.
-func (w *Worker) perform(m jetstream.Msg) {
+// stored, and returns that result. An execution that cannot be read is
+// terminated; one whose action was cancelled by Stop is handed back.
+func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 	log := w.cfg.Logger
 	var exec contracts.Execution
 	if err := json.Unmarshal(m.Data(), &exec); err != nil {
 		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
 		_ = m.TermWithReason("unreadable execution")
-		return
+		return nil
 	}
 	if err := exec.Validate(); err != nil {
 		log.Error("dropping an invalid execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
 		_ = m.TermWithReason("invalid execution")
-		return
+		return nil
 	}
 	delivered := uint64(1)
 	if meta, err := m.Metadata(); err == nil {
@@ -242,7 +261,7 @@ func (w *Worker) perform(m jetstream.Msg) {
 		if w.work.Err() != nil {
 			// Stopped while the action ran: another worker performs it.
 			_ = m.Nak()
-			return
+			return nil
 		}
 	}
 	result := exec.Result(actionType)
@@ -256,9 +275,10 @@ func (w *Worker) perform(m jetstream.Msg) {
 	if err := w.publish(result); err != nil {
 		log.Error("publishing a result", slog.String("occurrence", exec.OccurrenceKey), slog.String("error", err.Error()))
 		_ = m.NakWithDelay(time.Second)
-		return
+		return nil
 	}
 	_ = m.Ack()
+	return &result
 }
 
 // open decodes the execution's action and opens its secrets.

@@ -61,7 +61,7 @@ func printWelcome(cmd *cobra.Command, env *dev.Env) {
 	fmt.Fprintf(cmd.OutOrStdout(), `scheduler dev is running.
   REST API   %s (Azure Scheduler 2016-03-01 paths; no token needed on loopback)
   NATS       %s (embedded, JetStream)
-  Health     %s/healthz   %s/readyz
+  Health     %s/healthz   %s/readyz   Metrics %s/metrics
 
 Create a job collection and a job that calls an endpoint every minute, 5 times:
   curl -X PUT '%s?api-version=2016-03-01' -H 'Content-Type: application/json' -d '{"properties": {"sku": {"name": "Standard"}}}'
@@ -71,5 +71,5 @@ Create a job collection and a job that calls an endpoint every minute, 5 times:
   curl '%s/jobs/hello/history?api-version=2016-03-01'
 
 Stop with Ctrl-C.
-`, api, env.NATSURL(), api, api, base, base, base, base)
+`, api, env.NATSURL(), api, api, api, base, base, base, base)
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/history"
 	"github.com/jobscheduler/scheduler/internal/health"
+	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/streams"
 )
 
@@ -25,6 +27,9 @@ type Config struct {
 	Listen string
 	// History configures the consumer and the stream's retention.
 	History history.Config
+	// Metrics receives the role's metrics, served on /metrics. Defaults to
+	// a registry of the role's own.
+	Metrics *metrics.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -45,6 +50,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewRegistry()
+	}
 	s := &Service{}
 	if err := s.start(ctx, cfg); err != nil {
 		s.Stop(context.Background())
@@ -60,13 +68,15 @@ func (s *Service) start(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	reg := cfg.Metrics
 	hc := cfg.History
-	hc.Logger = cfg.Logger
+	hc.Logger, hc.Stored = cfg.Logger, reg.History().Stored
 	if s.consumer, err = history.Start(ctx, js, hc); err != nil {
 		return err
 	}
+	reg.WatchConsumer(js, contracts.ResultsStream, contracts.HistoryConsumer)
 	if cfg.Listen != "" {
-		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }); err != nil {
+		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }, reg.Handler()); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/actions/builtin"
 	historyservice "github.com/jobscheduler/scheduler/history/service"
+	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/planner/service"
 	"github.com/jobscheduler/scheduler/worker"
@@ -83,12 +84,14 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		e.Stop(context.Background())
 		return nil, fmt.Errorf("starting the embedded Redis server: %w", err)
 	}
-	e.history, err = historyservice.Start(ctx, historyservice.Config{NATSURL: e.nats.ClientURL(), Logger: cfg.Logger})
+	reg := metrics.NewRegistry()
+	e.history, err = historyservice.Start(ctx, historyservice.Config{NATSURL: e.nats.ClientURL(), Logger: cfg.Logger, Metrics: reg})
 	if err != nil {
 		e.Stop(context.Background())
 		return nil, err
 	}
 	e.planner, err = service.Start(ctx, service.Config{
+		Metrics: reg,
 		NATSURL: e.nats.ClientURL(), RedisURL: "redis://" + e.redis.Addr(),
 		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger,
 	})
@@ -99,6 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	actions := cfg.Actions
 	actions.HTTP.AllowLoopback = true
 	e.worker, err = workerservice.Start(ctx, workerservice.Config{
+		Metrics: reg,
 		NATSURL: e.nats.ClientURL(), EncryptionKey: key, Actions: actions, Logger: cfg.Logger,
 		Worker: worker.Config{DrainTimeout: 5 * time.Second},
 	})

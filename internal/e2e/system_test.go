@@ -22,6 +22,7 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/history"
 	historyservice "github.com/jobscheduler/scheduler/history/service"
+	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 	"github.com/jobscheduler/scheduler/planner/service"
@@ -59,6 +60,8 @@ type system struct {
 	// api is the API's root URL; base the URL of the collection "jc".
 	api, base string
 	redis     redisConfig
+	// metrics is every role's registry, served on the planner's /metrics.
+	metrics *metrics.Registry
 }
 
 type redisConfig struct{ url, prefix string }
@@ -68,7 +71,7 @@ type redisConfig struct{ url, prefix string }
 func start(t *testing.T, opts options) *system {
 	t.Helper()
 	ctx := context.Background()
-	s := &system{t: t, clock: testkit.NewClock(t0), ns: testkit.NATS(t), key: make([]byte, 32)}
+	s := &system{t: t, clock: testkit.NewClock(t0), ns: testkit.NATS(t), key: make([]byte, 32), metrics: metrics.NewRegistry()}
 	_, _ = rand.Read(s.key)
 	_, s.js = testkit.JetStream(t, s.ns)
 	_, prefix, mr := testkit.Redis(t)
@@ -77,7 +80,7 @@ func start(t *testing.T, opts options) *system {
 		s.redis.url = "redis://" + mr.Addr()
 	}
 
-	hist, err := historyservice.Start(ctx, historyservice.Config{NATSURL: s.ns.ClientURL(), Logger: quiet,
+	hist, err := historyservice.Start(ctx, historyservice.Config{NATSURL: s.ns.ClientURL(), Logger: quiet, Metrics: s.metrics,
 		History: history.Config{Retention: streams.HistoryConfig{MaxPerJob: opts.historyPerJob}}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +105,7 @@ func (s *system) startPlanner(t *testing.T) {
 		NATSURL: s.ns.ClientURL(), RedisURL: s.redis.url, RedisPrefix: s.redis.prefix,
 		Listen: "127.0.0.1:0", EncryptionKey: s.key, Lease: 2 * time.Second,
 		Lookahead: time.Nanosecond, MaxIdle: 20 * time.Millisecond, Now: s.clock.Now, Logger: quiet,
+		Metrics: s.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +121,7 @@ func (s *system) addWorker(t *testing.T, opts options) *workerservice.Service {
 	actions := opts.actions
 	actions.HTTP.AllowLoopback = true
 	w, err := workerservice.Start(context.Background(), workerservice.Config{
-		NATSURL: s.ns.ClientURL(), EncryptionKey: s.key, Actions: actions, Logger: quiet,
+		NATSURL: s.ns.ClientURL(), EncryptionKey: s.key, Actions: actions, Logger: quiet, Metrics: s.metrics,
 		Worker: worker.Config{Now: s.clock.Now, AckWait: opts.ackWait, DrainTimeout: 100 * time.Millisecond,
 			Name: fmt.Sprintf("worker-%d", len(s.workers)+1)},
 	})

@@ -49,10 +49,14 @@ func Listen(addr string, h http.Handler) (*Server, error) {
 	return s, nil
 }
 
-// ListenReady serves only /healthz and /readyz on addr.
-func ListenReady(addr string, ready Readiness) (*Server, error) {
+// ListenReady serves /healthz, /readyz and, when metrics is not nil,
+// GET /metrics on addr.
+func ListenReady(addr string, ready Readiness, metrics http.Handler) (*Server, error) {
 	mux := http.NewServeMux()
 	Register(mux, ready)
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	return Listen(addr, mux)
 }
 

@@ -85,6 +85,9 @@ type Config struct {
 	// Sealer seals the secrets of the actions in execution messages.
 	// Required.
 	Sealer *seal.Sealer
+	// Observer learns of every execution JetStream stored, for metrics and
+	// traces. Defaults to none.
+	Observer Observer
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -118,6 +121,25 @@ func (c Config) validate() error {
 		return fmt.Errorf("dispatch: Config.Lease %s is shorter than a second", c.Lease)
 	}
 	return nil
+}
+
+// Dispatched is what the dispatcher reports of one execution JetStream
+// stored.
+type Dispatched struct {
+	// Claim is the timer entry the execution was built from.
+	Claim timer.Claim
+	// TraceParent is the trace context the execution carries.
+	TraceParent string
+	// Claimed is when the dispatcher claimed the entry, Published when it
+	// handed the execution to JetStream, Stored when JetStream acknowledged
+	// it. Published minus the claim's due time is the dispatch lateness.
+	Claimed, Published, Stored time.Time
+}
+
+// Observer learns what the dispatcher did. Its methods are called from the
+// dispatch loop, so they must be quick.
+type Observer interface {
+	Dispatched(d Dispatched)
 }
 
 // DuplicateWindow is the EXEC stream's duplicate window for a lease: longer
@@ -551,10 +573,11 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 		return 0, claimErr
 	}
 	type pending struct {
-		claim timer.Claim
-		msg   *nats.Msg
-		ack   jetstream.PubAckFuture
-		next  *timer.Entry
+		claim     timer.Claim
+		msg       *nats.Msg
+		ack       jetstream.PubAckFuture
+		next      *timer.Entry
+		published time.Time
 	}
 	var (
 		ready    []pending
@@ -602,7 +625,7 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
 			continue
 		}
-		p.ack = ack
+		p.ack, p.published = ack, d.cfg.Now()
 		inFlight = append(inFlight, p)
 	}
 	completions := make([]timer.Completion, 0, len(inFlight))
@@ -613,6 +636,10 @@ func (d *Dispatcher) dispatchRound(ctx context.Context) (int, error) {
 				continue
 			}
 			completions = append(completions, timer.Completion{Claim: p.claim, Next: p.next})
+			if d.cfg.Observer != nil {
+				d.cfg.Observer.Dispatched(Dispatched{Claim: p.claim, TraceParent: p.msg.Header.Get(contracts.TraceParentHeader),
+					Claimed: now, Published: p.published, Stored: d.cfg.Now()})
+			}
 		case err := <-p.ack.Err():
 			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
 		case <-ctx.Done():

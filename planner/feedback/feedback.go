@@ -40,10 +40,25 @@ type Config struct {
 	// Replicas of the RESULTS stream when the planner creates it. Defaults
 	// to 1.
 	Replicas int
+	// Observer learns of the results counted and the jobs ended, for
+	// metrics. Defaults to none.
+	Observer Observer
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// Observer learns what the feedback loop did. Its methods are called from
+// several goroutines at once, so they must be safe for that, and quick.
+type Observer interface {
+	// Recorded is called once for each result counted for the first time;
+	// next is the attempt that follows it (a retry or the error action),
+	// nil when none does.
+	Recorded(r contracts.Result, next *timer.Entry)
+	// Ended is called for each job that ended, in state Completed or
+	// Faulted.
+	Ended(state contracts.JobState)
 }
 
 func (c Config) withDefaults() Config {
@@ -184,12 +199,20 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 		work = append(work, pending{msg: m, result: r, job: j})
 	}
 	if len(records) > 0 {
-		if _, err := c.ix.RecordAll(ctx, records); err != nil {
+		recorded, err := c.ix.RecordAll(ctx, records)
+		if err != nil {
 			c.cfg.Logger.Warn("recording results", slog.Int("results", len(records)), slog.String("error", err.Error()))
 			for _, p := range work {
 				_ = p.msg.NakWithDelay(time.Second)
 			}
 			return
+		}
+		if c.cfg.Observer != nil {
+			for i, first := range recorded {
+				if first {
+					c.cfg.Observer.Recorded(work[i].result, records[i].Next)
+				}
+			}
 		}
 	}
 	if wake {
@@ -288,6 +311,9 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 			ended, err := c.store.EndJob(ctx, r.Job, state, now)
 			if ended {
 				c.cfg.Logger.Info("job ended", slog.String("job", r.Job.Key()), slog.String("state", string(state)))
+				if c.cfg.Observer != nil {
+					c.cfg.Observer.Ended(state)
+				}
 			}
 			errs[i] = err
 		}()

@@ -18,8 +18,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/history"
 	"github.com/jobscheduler/scheduler/internal/health"
+	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner/api"
@@ -66,6 +68,9 @@ type Config struct {
 	// MaxIdle is the longest the dispatcher waits between looks at the
 	// timer. Defaults to 1s.
 	MaxIdle time.Duration
+	// Metrics receives the planner's metrics, served on /metrics beside
+	// the API. Defaults to a registry of the planner's own.
+	Metrics *metrics.Registry
 	// Now is the planner's clock. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -76,6 +81,12 @@ func (c Config) withDefaults() Config {
 	c.Listen = cmp.Or(c.Listen, "127.0.0.1:8080")
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewRegistry()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -164,10 +175,12 @@ func (s *Service) start(ctx context.Context) error {
 		return err
 	}
 	hist := history.NewReader(js)
+	reg := cfg.Metrics
+	observe := reg.Planner()
 	s.dispatcher, err = dispatch.New(js, st, ix, dispatch.Config{
 		Lease: cfg.Lease, Replicas: cfg.Replicas, Sealer: sealer, Logger: cfg.Logger,
 		ActionTimeout: cfg.ActionTimeout, EndedRetention: cfg.EndedRetention, History: hist,
-		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now,
+		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now, Observer: observe,
 	})
 	if err != nil {
 		return err
@@ -175,7 +188,7 @@ func (s *Service) start(ctx context.Context) error {
 	if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	s.feedback, err = feedback.Start(ctx, js, s.dispatcher, st, ix, feedback.Config{Replicas: cfg.Replicas, Now: cfg.Now, Logger: cfg.Logger})
+	s.feedback, err = feedback.Start(ctx, js, s.dispatcher, st, ix, feedback.Config{Replicas: cfg.Replicas, Now: cfg.Now, Logger: cfg.Logger, Observer: observe})
 	if err != nil {
 		return err
 	}
@@ -184,9 +197,19 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reg.WatchConsumer(js, contracts.ResultsStream, contracts.PlannerConsumer)
+	reg.WatchConsumer(js, contracts.ExecStream, contracts.WorkersConsumer)
+	reg.GaugeFuncs(func(ctx context.Context) ([]float64, error) {
+		due, claimed, err := ix.Backlog(ctx, cfg.Now())
+		return []float64{float64(due), float64(claimed)}, err
+	}, []string{"occurrences_due", "occurrences_claimed"}, []string{
+		"Occurrences in the Redis timer whose due time has passed and that no planner has claimed yet: the dispatch backlog.",
+		"Occurrences claimed by a planner and not yet committed: being published, or left by a stopped planner until their lease ends.",
+	})
 	mux := http.NewServeMux()
 	health.Register(mux, s.ready)
-	mux.Handle("/", server)
+	mux.Handle("GET /metrics", reg.Handler())
+	mux.Handle("/", observe.API(server, api.RouteOf))
 	if s.http, err = health.Listen(cfg.Listen, mux); err != nil {
 		return err
 	}

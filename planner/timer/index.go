@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -241,6 +242,27 @@ func (ix *Index) Len(ctx context.Context) (int64, error) {
 		n += c.Val()
 	}
 	return n, nil
+}
+
+// Backlog returns how many pending entries are due at or before now, and
+// how many entries are claimed (being dispatched, or left by a planner that
+// stopped until their lease expires).
+func (ix *Index) Backlog(ctx context.Context, now time.Time) (due, claimed int64, err error) {
+	max := strconv.FormatInt(now.UnixMilli(), 10)
+	type counts struct{ due, claimed *redis.IntCmd }
+	pipe := ix.rdb.Pipeline()
+	cmds := make([]counts, len(ix.parts))
+	for p, k := range ix.parts {
+		cmds[p] = counts{pipe.ZCount(ctx, k[keyDue], "-inf", max), pipe.ZCard(ctx, k[keyInflight])}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, 0, fmt.Errorf("counting due and claimed entries: %w", err)
+	}
+	for _, c := range cmds {
+		due += c.due.Val()
+		claimed += c.claimed.Val()
+	}
+	return due, claimed, nil
 }
 
 // Earliest returns the earliest due time of the pending entries, and false

@@ -375,6 +375,22 @@ func TestEarliestAndLen(t *testing.T) {
 	})
 }
 
+func TestBacklog(t *testing.T) {
+	t.Parallel()
+	ix, b := setup(t, Config{})
+	var entries []Entry
+	for i := range 30 {
+		entries = append(entries, entry(fmt.Sprint("j", i), "", t0.Add(time.Duration(i)*time.Minute)))
+	}
+	mustSchedule(t, ix, entries...)
+	// Due at t0+10m: j0..j10; three of them claimed.
+	mustClaim(t, ix, t0.Add(2*time.Minute), 3)
+	due, claimed, err := ix.Backlog(b.ctx, t0.Add(10*time.Minute))
+	if err != nil || due != 8 || claimed != 3 {
+		t.Errorf("Backlog = %d due, %d claimed, %v; want 8 due (11 less the 3 claimed) and 3 claimed", due, claimed, err)
+	}
+}
+
 func TestKeys(t *testing.T) {
 	t.Parallel()
 

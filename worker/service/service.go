@@ -14,7 +14,9 @@ import (
 
 	"github.com/jobscheduler/scheduler/actions"
 	"github.com/jobscheduler/scheduler/actions/builtin"
+	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/health"
+	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/worker"
@@ -34,6 +36,9 @@ type Config struct {
 	Worker worker.Config
 	// Actions configures the senders.
 	Actions builtin.Config
+	// Metrics receives the role's metrics, served on /metrics. Defaults to
+	// a registry of the role's own.
+	Metrics *metrics.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -64,6 +69,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewRegistry()
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -93,12 +101,14 @@ func (s *Service) start(ctx context.Context) error {
 		return err
 	}
 	wc := cfg.Worker
-	wc.Sender, wc.Sealer, wc.Logger = s.senders, sealer, cfg.Logger
+	reg := cfg.Metrics
+	wc.Sender, wc.Sealer, wc.Logger, wc.Observer = s.senders, sealer, cfg.Logger, reg.Worker()
 	if s.worker, err = worker.Start(ctx, js, wc); err != nil {
 		return err
 	}
+	reg.WatchConsumer(js, contracts.ExecStream, contracts.WorkersConsumer)
 	if cfg.Listen != "" {
-		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }); err != nil {
+		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }, reg.Handler()); err != nil {
 			return err
 		}
 	}
