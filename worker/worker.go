@@ -56,6 +56,10 @@ type Config struct {
 	// Observer learns of every execution performed, for metrics. Defaults
 	// to none.
 	Observer Observer
+	// Tracer traces the attempts and gives the trace context sent on with
+	// each action. Defaults to none: the action is sent a child of the
+	// execution's trace context, and nothing is exported.
+	Tracer Tracer
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -71,6 +75,15 @@ type Observer interface {
 	// nil when the execution was handed back or its result could not be
 	// stored (it is delivered again).
 	Finished(r *contracts.Result)
+}
+
+// Tracer traces the attempts a worker performs.
+type Tracer interface {
+	// Perform starts the span of an attempt in the trace of parent (the
+	// execution's traceparent header), and returns the trace context to
+	// send on with the action and the function that ends the span with the
+	// stored result (nil when the execution was handed back).
+	Perform(parent string, exec contracts.Execution) (traceParent string, end func(r *contracts.Result))
 }
 
 func (c Config) withDefaults() Config {
@@ -242,6 +255,17 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 	if meta, err := m.Metadata(); err == nil {
 		delivered = meta.NumDelivered
 	}
+	parent := ""
+	if h := m.Headers(); h != nil {
+		parent = h.Get(contracts.TraceParentHeader)
+	}
+	traceParent := contracts.ChildTraceParent(parent, exec.OccurrenceID, spanID())
+	var stored *contracts.Result
+	if w.cfg.Tracer != nil {
+		var end func(*contracts.Result)
+		traceParent, end = w.cfg.Tracer.Perform(parent, exec)
+		defer func() { end(stored) }()
+	}
 
 	start := w.cfg.Now()
 	var (
@@ -257,7 +281,7 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 		outcome = actions.Failure("The action could not be read: "+err.Error(), nil)
 	default:
 		actionType = action.Type
-		outcome = w.send(m, exec, action)
+		outcome = w.send(m, exec, action, traceParent)
 		if w.work.Err() != nil {
 			// Stopped while the action ran: another worker performs it.
 			_ = m.Nak()
@@ -278,7 +302,8 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 		return nil
 	}
 	_ = m.Ack()
-	return &result
+	stored = &result
+	return stored
 }
 
 // open decodes the execution's action and opens its secrets.
@@ -296,7 +321,7 @@ func (w *Worker) open(exec contracts.Execution) (*contracts.JobAction, error) {
 
 // send performs the action within the execution's deadline, telling
 // JetStream the execution is in progress while it runs.
-func (w *Worker) send(m jetstream.Msg, exec contracts.Execution, action *contracts.JobAction) actions.Outcome {
+func (w *Worker) send(m jetstream.Msg, exec contracts.Execution, action *contracts.JobAction, traceParent string) actions.Outcome {
 	ctx, cancel := context.WithTimeout(w.work, exec.Timeout.Duration())
 	defer cancel()
 	go func() {
@@ -311,13 +336,9 @@ func (w *Worker) send(m jetstream.Msg, exec contracts.Execution, action *contrac
 			}
 		}
 	}()
-	parent := ""
-	if h := m.Headers(); h != nil {
-		parent = h.Get(contracts.TraceParentHeader)
-	}
 	return w.cfg.Sender.Send(ctx, action, actions.Attempt{
 		ID: exec.OccurrenceID, Job: exec.Job, ActionName: exec.ActionName, Expected: exec.ExpectedTime,
-		Number: exec.Attempt, TraceParent: contracts.ChildTraceParent(parent, exec.OccurrenceID, spanID()),
+		Number: exec.Attempt, TraceParent: traceParent,
 	})
 }
 

@@ -42,6 +42,7 @@ const (
 	envBusEmulator    = "SCHEDULER_SERVICE_BUS_EMULATOR"
 	envHistoryMaxAge  = "SCHEDULER_HISTORY_MAX_AGE"
 	envHistoryMaxJob  = "SCHEDULER_HISTORY_MAX_ENTRIES"
+	envOTLPEndpoint   = "SCHEDULER_OTLP_ENDPOINT"
 )
 
 // env returns the variable's value, or def when it is unset.

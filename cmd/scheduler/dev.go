@@ -28,6 +28,7 @@ loopback.`,
 	var senders workerFlags
 	vars := map[string]string{}
 	senders.add(cmd.Flags(), vars, true)
+	otlpFlag(cmd.Flags(), vars, &cfg.OTLPEndpoint)
 	bindEnv(cmd, vars)
 	logger := logFlags(cmd, "text")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -63,6 +63,12 @@ func commonFlags(flags *pflag.FlagSet, natsURL, listen *string, replicas *int, d
 	return map[string]string{"nats-url": envNATSURL, "listen": envListen, "replicas": envReplicas}
 }
 
+// otlpFlag adds --otlp-endpoint, where the role exports its traces.
+func otlpFlag(flags *pflag.FlagSet, vars map[string]string, endpoint *string) {
+	flags.StringVar(endpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint to export traces to, such as http://otel-collector:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT when set, else no tracing)")
+	vars["otlp-endpoint"] = envOTLPEndpoint
+}
+
 func newServePlannerCommand() *cobra.Command {
 	var (
 		cfg     service.Config
@@ -75,7 +81,7 @@ func newServePlannerCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz and /readyz")
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
 	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
 	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
@@ -87,6 +93,7 @@ func newServePlannerCommand() *cobra.Command {
 	vars["redis-url"], vars["api-tokens"], vars["encryption-key-file"] = envRedisURL, envAPITokens, envKeyFile
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
 	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
+	otlpFlag(flags, vars, &cfg.Tracing.Endpoint)
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -177,7 +184,7 @@ them back after --drain-timeout) and exits.`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &natsURL, &listen, &replicas, "127.0.0.1:8081", "/healthz and /readyz")
+	vars := commonFlags(flags, &natsURL, &listen, &replicas, "127.0.0.1:8081", "/healthz, /readyz and /metrics")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the planners' base64 encryption key (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&wc.Worker.Concurrency, "concurrency", 128, "most actions performed at the same time")
 	flags.DurationVar(&wc.Worker.AckWait, "ack-wait", 90*time.Second, "how long an execution may go unacknowledged before it is delivered again; above the action timeout, and the same on every worker")
@@ -187,6 +194,7 @@ them back after --drain-timeout) and exits.`,
 	vars["encryption-key-file"], vars["concurrency"], vars["ack-wait"] = envKeyFile, envConcurrency, envAckWait
 	vars["max-deliveries"], vars["drain-timeout"], vars["name"] = envMaxDeliveries, envDrainTimeout, envWorkerName
 	senders.add(flags, vars, false)
+	otlpFlag(flags, vars, &wc.Tracing.Endpoint)
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -197,7 +205,7 @@ them back after --drain-timeout) and exits.`,
 		if cfg.EncryptionKey, err = loadKey(keyFile); err != nil {
 			return err
 		}
-		cfg.NATSURL, cfg.Listen, cfg.Worker = natsURL, listen, wc.Worker
+		cfg.NATSURL, cfg.Listen, cfg.Worker, cfg.Tracing = natsURL, listen, wc.Worker, wc.Tracing
 		cfg.Worker.Replicas = replicas
 		return runRole(cmd, logger, wc.Worker.DrainTimeout+5*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
@@ -215,7 +223,7 @@ func newServeHistoryCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.History.Retention.Replicas, "127.0.0.1:8082", "/healthz and /readyz")
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.History.Retention.Replicas, "127.0.0.1:8082", "/healthz, /readyz and /metrics")
 	flags.DurationVar(&cfg.History.Retention.MaxAge, "history-max-age", streams.DefaultHistoryMaxAge, "how long history entries are kept")
 	flags.Int64Var(&cfg.History.Retention.MaxPerJob, "history-max-entries", streams.DefaultHistoryMaxPerJob, "how many history entries are kept per job")
 	vars["history-max-age"], vars["history-max-entries"] = envHistoryMaxAge, envHistoryMaxJob

@@ -23,6 +23,7 @@ import (
 	historyservice "github.com/jobscheduler/scheduler/history/service"
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/planner/service"
 	"github.com/jobscheduler/scheduler/worker"
 	workerservice "github.com/jobscheduler/scheduler/worker/service"
@@ -39,6 +40,9 @@ type Config struct {
 	// reach loopback addresses in dev, so that a job can call a local
 	// endpoint.
 	Actions builtin.Config
+	// OTLPEndpoint is where the planner and the worker export traces.
+	// Defaults to none.
+	OTLPEndpoint string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -91,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	e.planner, err = service.Start(ctx, service.Config{
-		Metrics: reg,
+		Metrics: reg, Tracing: tracing.Config{Endpoint: cfg.OTLPEndpoint},
 		NATSURL: e.nats.ClientURL(), RedisURL: "redis://" + e.redis.Addr(),
 		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger,
 	})
@@ -102,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	actions := cfg.Actions
 	actions.HTTP.AllowLoopback = true
 	e.worker, err = workerservice.Start(ctx, workerservice.Config{
-		Metrics: reg,
+		Metrics: reg, Tracing: tracing.Config{Endpoint: cfg.OTLPEndpoint},
 		NATSURL: e.nats.ClientURL(), EncryptionKey: key, Actions: actions, Logger: cfg.Logger,
 		Worker: worker.Config{DrainTimeout: 5 * time.Second},
 	})

@@ -25,6 +25,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/planner/service"
 	"github.com/jobscheduler/scheduler/worker"
 	workerservice "github.com/jobscheduler/scheduler/worker/service"
@@ -46,6 +47,9 @@ type options struct {
 	ackWait time.Duration
 	// historyPerJob bounds the entries kept per job. Defaults to 1000.
 	historyPerJob int64
+	// otlp is the OTLP endpoint the planner and the workers export traces
+	// to. Defaults to none.
+	otlp string
 }
 
 // system is a running scheduler: planner, workers and history consumer.
@@ -86,7 +90,7 @@ func start(t *testing.T, opts options) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hist.Stop(context.Background()) })
-	s.startPlanner(t)
+	s.startPlanner(t, opts)
 	for range max(opts.workers, 1) {
 		s.addWorker(t, opts)
 	}
@@ -99,13 +103,13 @@ func start(t *testing.T, opts options) *system {
 
 // startPlanner starts a planner on the system's clock, dispatching the
 // moment an occurrence is due on it.
-func (s *system) startPlanner(t *testing.T) {
+func (s *system) startPlanner(t *testing.T, opts options) {
 	t.Helper()
 	p, err := service.Start(context.Background(), service.Config{
 		NATSURL: s.ns.ClientURL(), RedisURL: s.redis.url, RedisPrefix: s.redis.prefix,
 		Listen: "127.0.0.1:0", EncryptionKey: s.key, Lease: 2 * time.Second,
 		Lookahead: time.Nanosecond, MaxIdle: 20 * time.Millisecond, Now: s.clock.Now, Logger: quiet,
-		Metrics: s.metrics,
+		Metrics: s.metrics, Tracing: tracingConfig(opts),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +119,11 @@ func (s *system) startPlanner(t *testing.T) {
 	s.planner, s.api = p, "http://"+p.Addr()
 }
 
+// tracingConfig exports spans to opts.otlp at once.
+func tracingConfig(opts options) tracing.Config {
+	return tracing.Config{Endpoint: opts.otlp, BatchTimeout: 10 * time.Millisecond}
+}
+
 // addWorker starts one more in-process worker.
 func (s *system) addWorker(t *testing.T, opts options) *workerservice.Service {
 	t.Helper()
@@ -122,6 +131,7 @@ func (s *system) addWorker(t *testing.T, opts options) *workerservice.Service {
 	actions.HTTP.AllowLoopback = true
 	w, err := workerservice.Start(context.Background(), workerservice.Config{
 		NATSURL: s.ns.ClientURL(), EncryptionKey: s.key, Actions: actions, Logger: quiet, Metrics: s.metrics,
+		Tracing: tracingConfig(opts),
 		Worker: worker.Config{Now: s.clock.Now, AckWait: opts.ackWait, DrainTimeout: 100 * time.Millisecond,
 			Name: fmt.Sprintf("worker-%d", len(s.workers)+1)},
 	})

@@ -142,6 +142,16 @@ type Observer interface {
 	Dispatched(d Dispatched)
 }
 
+// Observers tells each of its observers.
+type Observers []Observer
+
+// Dispatched tells each observer.
+func (o Observers) Dispatched(d Dispatched) {
+	for _, obs := range o {
+		obs.Dispatched(d)
+	}
+}
+
 // DuplicateWindow is the EXEC stream's duplicate window for a lease: longer
 // than the lease, so a planner that takes over an expired claim and
 // publishes the same occurrence again is dropped as a duplicate.

@@ -24,6 +24,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/planner/api"
 	"github.com/jobscheduler/scheduler/planner/dispatch"
 	"github.com/jobscheduler/scheduler/planner/feedback"
@@ -71,6 +72,9 @@ type Config struct {
 	// Metrics receives the planner's metrics, served on /metrics beside
 	// the API. Defaults to a registry of the planner's own.
 	Metrics *metrics.Registry
+	// Tracing exports the dispatch spans when it names an OTLP endpoint.
+	// Defaults to none.
+	Tracing tracing.Config
 	// Now is the planner's clock. Defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -130,6 +134,7 @@ type Service struct {
 	feedback   *feedback.Consumer
 	intake     *intake.Intake
 	http       *health.Server
+	tracer     *tracing.Tracer
 	stopOnce   sync.Once
 }
 
@@ -177,10 +182,19 @@ func (s *Service) start(ctx context.Context) error {
 	hist := history.NewReader(js)
 	reg := cfg.Metrics
 	observe := reg.Planner()
+	observers := dispatch.Observers{observe}
+	tc := cfg.Tracing
+	tc.Service, tc.Logger = "scheduler-planner", cfg.Logger
+	if s.tracer, err = tracing.Start(ctx, tc); err != nil {
+		return err
+	}
+	if s.tracer != nil {
+		observers = append(observers, s.tracer)
+	}
 	s.dispatcher, err = dispatch.New(js, st, ix, dispatch.Config{
 		Lease: cfg.Lease, Replicas: cfg.Replicas, Sealer: sealer, Logger: cfg.Logger,
 		ActionTimeout: cfg.ActionTimeout, EndedRetention: cfg.EndedRetention, History: hist,
-		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now, Observer: observe,
+		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now, Observer: observers,
 	})
 	if err != nil {
 		return err
@@ -259,6 +273,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.dispatcher != nil {
 			s.dispatcher.Stop()
 		}
+		s.tracer.Shutdown(ctx)
 		if s.rdb != nil {
 			s.rdb.Close()
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/worker"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	Worker worker.Config
 	// Actions configures the senders.
 	Actions builtin.Config
+	// Tracing exports the workers' spans when it names an OTLP endpoint.
+	// Defaults to none.
+	Tracing tracing.Config
 	// Metrics receives the role's metrics, served on /metrics. Defaults to
 	// a registry of the role's own.
 	Metrics *metrics.Registry
@@ -61,6 +65,7 @@ type Service struct {
 	senders  actions.Sender
 	worker   *worker.Worker
 	http     *health.Server
+	tracer   *tracing.Tracer
 	stopOnce sync.Once
 }
 
@@ -103,6 +108,14 @@ func (s *Service) start(ctx context.Context) error {
 	wc := cfg.Worker
 	reg := cfg.Metrics
 	wc.Sender, wc.Sealer, wc.Logger, wc.Observer = s.senders, sealer, cfg.Logger, reg.Worker()
+	tc := cfg.Tracing
+	tc.Service, tc.Logger = "scheduler-worker", cfg.Logger
+	if s.tracer, err = tracing.Start(ctx, tc); err != nil {
+		return err
+	}
+	if s.tracer != nil {
+		wc.Tracer = s.tracer
+	}
 	if s.worker, err = worker.Start(ctx, js, wc); err != nil {
 		return err
 	}
@@ -126,6 +139,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.worker != nil {
 			s.worker.Stop(ctx)
 		}
+		s.tracer.Shutdown(ctx)
 		s.http.Shutdown(ctx)
 		if s.senders != nil {
 			_ = s.senders.Close()
