@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,6 +143,19 @@ func TestMetricsMoveWithExecutions(t *testing.T) {
 	for _, name := range []string{"metered-job", "sub1", "rg1", `"jc"`} {
 		if strings.Contains(text, name) {
 			t.Errorf("/metrics names %s", name)
+		}
+	}
+	// Every metric of the scheduler's own is in the operations guide.
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE scheduler_"); ok {
+			name = "scheduler_" + strings.Fields(name)[0]
+			if !strings.Contains(string(doc), "`"+name) {
+				t.Errorf("docs/operations.md does not describe %s", name)
+			}
 		}
 	}
 }
