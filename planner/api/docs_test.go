@@ -35,6 +35,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		routePrefix, routePrefix + "/{collection}", routePrefix + "/{collection}/enable", routePrefix + "/{collection}/disable",
 		routePrefix + "/{collection}/jobs", routePrefix + "/{collection}/jobs/{job}",
 		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/history",
+		routePrefix + "/{collection}/jobs/{job}/preview",
 	} {
 		if !documented[path] {
 			t.Errorf("docs/api.md does not list %s", path)

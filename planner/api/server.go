@@ -167,6 +167,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 		return resource(w, r, coll.Job(seg[9]), s.getJob, s.putJob, s.patchJob, s.deleteJob)
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
 		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, coll.Job(seg[9])) })
+	case len(seg) == 11 && lit(8, "jobs") && lit(10, "preview"):
+		return s.only(r, http.MethodGet, func() *apiError { return s.previewJob(w, r, coll.Job(seg[9])) })
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "history"):
 		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, coll.Job(seg[9])) })
 	}
