@@ -31,6 +31,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand())
+	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(),
+		newCollectionsCommand(), newJobsCommand(), newHistoryCommand())
 	return root
 }

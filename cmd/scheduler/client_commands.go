@@ -1,0 +1,420 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jobscheduler/scheduler/contracts"
+)
+
+// defaultCollection is the body `collections create` sends without a file.
+const defaultCollection = `{"properties": {"sku": {"name": "Standard"}}}`
+
+func newCollectionsCommand() *cobra.Command {
+	o := &clientOptions{}
+	cmd := &cobra.Command{
+		Use:   "collections",
+		Short: "Create, list, enable, disable and delete job collections through the REST API",
+		Long: `Manage the job collections of a subscription and resource group through
+the scheduler's REST API (--server, --token, or the environment).
+
+` + exitCodesHelp,
+	}
+	addClientFlags(cmd, o, false)
+	complete := func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return o.completeCollections(cmd.Context())
+	}
+	var file string
+	create := &cobra.Command{
+		Use:   "create NAME [-f FILE]",
+		Short: "Create or replace a job collection (Standard, Enabled, when no file is given)",
+		Args:  oneName("job collection"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(false); err != nil {
+				return err
+			}
+			body := []byte(defaultCollection)
+			if file != "" {
+				var err error
+				if body, err = readDefinition(cmd, file); err != nil {
+					return err
+				}
+			}
+			var c contracts.JobCollectionDefinition
+			if err := o.call(cmd.Context(), http.MethodPut, o.collectionsPath(args[0]), nil, body, &c); err != nil {
+				return err
+			}
+			return o.printCollections(cmd, []contracts.JobCollectionDefinition{c}, true)
+		},
+	}
+	create.Flags().StringVarP(&file, "file", "f", "", "JSON definition of the collection (- for stdin)")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the job collections",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(false); err != nil {
+				return err
+			}
+			var l contracts.JobCollectionListResult
+			if err := o.call(cmd.Context(), http.MethodGet, o.collectionsPath(), nil, nil, &l); err != nil {
+				return err
+			}
+			return o.printCollections(cmd, l.Value, false)
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show a job collection", Args: oneName("job collection"), ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(false); err != nil {
+				return err
+			}
+			var c contracts.JobCollectionDefinition
+			if err := o.call(cmd.Context(), http.MethodGet, o.collectionsPath(args[0]), nil, nil, &c); err != nil {
+				return err
+			}
+			return o.printCollections(cmd, []contracts.JobCollectionDefinition{c}, true)
+		},
+	}
+	simple := func(use, short, method, suffix, done string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Args: oneName("job collection"), ValidArgsFunction: complete,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := o.check(false); err != nil {
+					return err
+				}
+				path := o.collectionsPath(args[0])
+				if suffix != "" {
+					path += "/" + suffix
+				}
+				if err := o.call(cmd.Context(), method, path, nil, nil, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "job collection %s %s\n", args[0], done)
+				return nil
+			},
+		}
+	}
+	cmd.AddCommand(create, list, get,
+		simple("enable", "Enable a job collection and its disabled jobs", http.MethodPost, "enable", "enabled"),
+		simple("disable", "Disable a job collection and its enabled jobs", http.MethodPost, "disable", "disabled"),
+		simple("delete", "Delete a job collection, its jobs and their history", http.MethodDelete, "", "deleted"))
+	for _, c := range cmd.Commands() {
+		silenceFlagErrors(c)
+	}
+	return cmd
+}
+
+// printCollections prints collections as a table, or as JSON (one
+// resource alone, unless a table was asked for).
+func (o *clientOptions) printCollections(cmd *cobra.Command, cs []contracts.JobCollectionDefinition, one bool) error {
+	if o.output == "json" || (one && o.output == "") {
+		if one {
+			return printJSON(cmd, cs[0])
+		}
+		return printJSON(cmd, cs)
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATE\tPLAN\tMAX JOBS")
+	for _, c := range cs {
+		state, plan, maxJobs := "", "", "-"
+		if p := c.Properties; p != nil {
+			state = string(p.State)
+			if p.Sku != nil {
+				plan = string(p.Sku.Name)
+			}
+			if p.Quota != nil && p.Quota.MaxJobCount != nil {
+				maxJobs = strconv.Itoa(*p.Quota.MaxJobCount)
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Name, state, plan, maxJobs)
+	}
+	return w.Flush()
+}
+
+func newJobsCommand() *cobra.Command {
+	o := &clientOptions{}
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Create, list, enable, disable, run, preview and delete jobs through the REST API",
+		Long: `Manage the jobs of a job collection (--collection or SCHEDULER_COLLECTION)
+through the scheduler's REST API (--server, --token, or the environment).
+
+` + exitCodesHelp,
+	}
+	addClientFlags(cmd, o, true)
+	complete := func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return o.completeJobs(cmd.Context())
+	}
+	var file string
+	create := &cobra.Command{
+		Use:   "create NAME -f FILE",
+		Short: "Create or replace a job from its JSON definition (the Azure Scheduler job format)",
+		Args:  oneName("job"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(true); err != nil {
+				return err
+			}
+			body, err := readDefinition(cmd, file)
+			if err != nil {
+				return err
+			}
+			var j contracts.JobDefinition
+			if err := o.call(cmd.Context(), http.MethodPut, o.jobPath(args[0]), nil, body, &j); err != nil {
+				return err
+			}
+			return o.printJobs(cmd, []contracts.JobDefinition{j}, true)
+		},
+	}
+	create.Flags().StringVarP(&file, "file", "f", "", "JSON definition of the job (- for stdin)")
+	var state string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the collection's jobs with their state, next run and counters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(true); err != nil {
+				return err
+			}
+			var jobs []contracts.JobDefinition
+			q := url.Values{"$top": {"100"}}
+			if state != "" {
+				q.Set("$filter", "state eq "+state)
+			}
+			for skip := 0; ; skip += 100 {
+				q.Set("$skip", strconv.Itoa(skip))
+				var l contracts.JobListResult
+				if err := o.call(cmd.Context(), http.MethodGet, o.jobPath(""), q, nil, &l); err != nil {
+					return err
+				}
+				jobs = append(jobs, l.Value...)
+				if l.NextLink == nil || len(l.Value) == 0 {
+					break
+				}
+			}
+			return o.printJobs(cmd, jobs, false)
+		},
+	}
+	list.Flags().StringVar(&state, "state", "", "only jobs in this state: Enabled, Disabled, Completed or Faulted")
+	_ = list.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"Enabled", "Disabled", "Completed", "Faulted"}, cobra.ShellCompDirectiveNoFileComp))
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show a job with its status", Args: oneName("job"), ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(true); err != nil {
+				return err
+			}
+			var j contracts.JobDefinition
+			if err := o.call(cmd.Context(), http.MethodGet, o.jobPath(args[0]), nil, nil, &j); err != nil {
+				return err
+			}
+			return o.printJobs(cmd, []contracts.JobDefinition{j}, true)
+		},
+	}
+	simple := func(use, short, method, suffix string, body []byte, done string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Args: oneName("job"), ValidArgsFunction: complete,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := o.check(true); err != nil {
+					return err
+				}
+				path := o.jobPath(args[0])
+				if suffix != "" {
+					path += "/" + suffix
+				}
+				if err := o.call(cmd.Context(), method, path, nil, body, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "job %s %s\n", args[0], done)
+				return nil
+			},
+		}
+	}
+	var count int
+	preview := &cobra.Command{
+		Use: "preview NAME", Short: "Show when a stored job runs next", Args: oneName("job"), ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(true); err != nil {
+				return err
+			}
+			if count < 1 || count > 1000 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--count must be from 1 to 1000, not %d", count)}
+			}
+			var p struct {
+				State contracts.JobState `json:"state"`
+				Value []time.Time        `json:"value"`
+			}
+			q := url.Values{"count": {strconv.Itoa(count)}}
+			if err := o.call(cmd.Context(), http.MethodGet, o.jobPath(args[0], "preview"), q, nil, &p); err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return printJSON(cmd, p)
+			}
+			if len(p.Value) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "job %s is %s: it has no run to come\n", args[0], p.State)
+			}
+			for _, t := range p.Value {
+				fmt.Fprintln(cmd.OutOrStdout(), t.UTC().Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	preview.Flags().IntVarP(&count, "count", "n", 5, "how many instants to show (1 to 1000)")
+	cmd.AddCommand(create, list, get, preview,
+		simple("enable", "Enable a job (its schedule starts again from now)", http.MethodPatch, "", []byte(`{"properties": {"state": "Enabled"}}`), "enabled"),
+		simple("disable", "Disable a job", http.MethodPatch, "", []byte(`{"properties": {"state": "Disabled"}}`), "disabled"),
+		simple("run", "Run a job's action once now, outside its schedule", http.MethodPost, "run", nil, "is running"),
+		simple("delete", "Delete a job and its history", http.MethodDelete, "", nil, "deleted"))
+	for _, c := range cmd.Commands() {
+		silenceFlagErrors(c)
+	}
+	return cmd
+}
+
+// printJobs prints jobs as a table, or as JSON.
+func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefinition, one bool) error {
+	if o.output == "json" || (one && o.output == "") {
+		if one {
+			return printJSON(cmd, jobs[0])
+		}
+		return printJSON(cmd, jobs)
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATE\tRECURRENCE\tNEXT RUN\tRUNS\tFAILED\tFAULTED")
+	for _, j := range jobs {
+		_, name, _ := strings.Cut(j.Name, "/")
+		next, runs, failed, faulted := "-", 0, 0, 0
+		if st := j.Properties.Status; st != nil {
+			if st.NextExecutionTime != nil {
+				next = st.NextExecutionTime.UTC().Format(time.RFC3339)
+			}
+			runs, failed, faulted = st.ExecutionCount, st.FailureCount, st.FaultedCount
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", name, j.Properties.State, recurrenceSummary(j.Properties.Recurrence), next, runs, failed, faulted)
+	}
+	return w.Flush()
+}
+
+// recurrenceSummary describes a recurrence in a few words: "once", "every
+// 15 minutes, 10 times", "every week (schedule), Europe/Berlin".
+func recurrenceSummary(r *contracts.Recurrence) string {
+	if r == nil {
+		return "once"
+	}
+	n := 1
+	if r.Interval != nil {
+		n = *r.Interval
+	}
+	unit := strings.ToLower(string(r.Frequency))
+	s := "every " + unit
+	if n != 1 {
+		s = fmt.Sprintf("every %d %ss", n, unit)
+	}
+	if r.Schedule != nil {
+		s += " (schedule)"
+	}
+	if r.TimeZone != "" {
+		s += ", " + r.TimeZone
+	}
+	if r.Count != nil {
+		s += fmt.Sprintf(", %d times", *r.Count)
+	}
+	if r.EndTime != nil {
+		s += ", until " + r.EndTime.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+func newHistoryCommand() *cobra.Command {
+	o := &clientOptions{}
+	var (
+		top, skip int
+		status    string
+	)
+	cmd := &cobra.Command{
+		Use:   "history JOB",
+		Short: "Show a job's history: every attempt, newest first, with what the target answered",
+		Long: `Show a job's history through the scheduler's REST API: every attempt,
+newest first, with its status and the message of the target's answer.
+
+` + exitCodesHelp,
+		Args: oneName("job"),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return o.completeJobs(cmd.Context())
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(true); err != nil {
+				return err
+			}
+			if top < 1 || top > 100 || skip < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--top must be from 1 to 100 and --skip at least 0, not %d and %d", top, skip)}
+			}
+			q := url.Values{"$top": {strconv.Itoa(top)}, "$skip": {strconv.Itoa(skip)}}
+			if status != "" {
+				v, ok := contracts.ParseEnum(status, contracts.ExecutionStatuses)
+				if !ok {
+					return &exitError{code: exitUsage, err: fmt.Errorf("--status must be one of %s, not %q", contracts.EnumList(contracts.ExecutionStatuses), status)}
+				}
+				q.Set("$filter", "status eq "+string(v))
+			}
+			var l contracts.JobHistoryListResult
+			if err := o.call(cmd.Context(), http.MethodGet, o.jobPath(args[0], "history"), q, nil, &l); err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return printJSON(cmd, l.Value)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "START\tEXPECTED\tACTION\tSTATUS\tREPEAT\tRETRY\tMESSAGE")
+			for _, h := range l.Value {
+				p := h.Properties
+				st := string(p.Status)
+				if st == "" {
+					st = string(contracts.StatusCompleted)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", timeOrDash(p.StartTime), timeOrDash(p.ExpectedExecutionTime),
+					p.ActionName, st, p.RepeatCount, p.RetryCount, oneLine(p.Message, 100))
+			}
+			return w.Flush()
+		},
+	}
+	addClientFlags(cmd, o, true)
+	cmd.Flags().IntVar(&top, "top", 20, "how many entries to show (1 to 100)")
+	cmd.Flags().IntVar(&skip, "skip", 0, "how many of the newest entries to skip")
+	cmd.Flags().StringVar(&status, "status", "", "only entries with this status: Completed, Failed or Postponed")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"Completed", "Failed", "Postponed"}, cobra.ShellCompDirectiveNoFileComp))
+	silenceFlagErrors(cmd)
+	return cmd
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// oneLine flattens a message to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
