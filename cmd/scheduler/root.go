@@ -32,6 +32,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(),
-		newCollectionsCommand(), newJobsCommand(), newHistoryCommand())
+		newCollectionsCommand(), newJobsCommand(), newHistoryCommand(), newHealthcheckCommand())
 	return root
 }
