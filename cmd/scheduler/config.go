@@ -16,6 +16,7 @@ import (
 const (
 	envNATSURL        = "SCHEDULER_NATS_URL"
 	envRedisURL       = "SCHEDULER_REDIS_URL"
+	envRedisCluster   = "SCHEDULER_REDIS_CLUSTER"
 	envListen         = "SCHEDULER_LISTEN"
 	envAPITokens      = "SCHEDULER_API_TOKENS" // comma-separated
 	envEncryptionKey  = "SCHEDULER_ENCRYPTION_KEY"

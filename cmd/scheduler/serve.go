@@ -83,6 +83,7 @@ func newServePlannerCommand() *cobra.Command {
 	flags := cmd.Flags()
 	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
 	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
+	flags.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the Redis URL names a node of a Redis Cluster (more seed nodes as ?addr=host:port)")
 	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&cfg.Partitions, "partitions", 16, "timer partitions (Redis hash slots); all planners must agree")
@@ -91,6 +92,7 @@ func newServePlannerCommand() *cobra.Command {
 	flags.DurationVar(&cfg.ActionTimeout, "action-timeout", 60*time.Second, "deadline of one attempt of an action")
 	flags.DurationVar(&cfg.EndedRetention, "ended-retention", 60*24*time.Hour, "how long Completed and Faulted jobs are kept before they are deleted")
 	vars["redis-url"], vars["api-tokens"], vars["encryption-key-file"] = envRedisURL, envAPITokens, envKeyFile
+	vars["redis-cluster"] = envRedisCluster
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
 	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
 	otlpFlag(flags, vars, &cfg.Tracing.Endpoint)

@@ -47,6 +47,9 @@ type options struct {
 	ackWait time.Duration
 	// historyPerJob bounds the entries kept per job. Defaults to 1000.
 	historyPerJob int64
+	// redisCluster is the URL of a Redis Cluster for the planner, instead
+	// of the tests' Redis. Defaults to none.
+	redisCluster string
 	// otlp is the OTLP endpoint the planner and the workers export traces
 	// to. Defaults to none.
 	otlp string
@@ -68,7 +71,10 @@ type system struct {
 	metrics *metrics.Registry
 }
 
-type redisConfig struct{ url, prefix string }
+type redisConfig struct {
+	url, prefix string
+	cluster     bool
+}
 
 // start runs a system whose planner and workers keep the test's clock, and
 // creates the job collection "jc".
@@ -82,6 +88,9 @@ func start(t *testing.T, opts options) *system {
 	s.redis = redisConfig{url: testkit.RedisURL(), prefix: prefix}
 	if mr != nil {
 		s.redis.url = "redis://" + mr.Addr()
+	}
+	if opts.redisCluster != "" {
+		s.redis = redisConfig{url: opts.redisCluster, prefix: prefix, cluster: true}
 	}
 
 	hist, err := historyservice.Start(ctx, historyservice.Config{NATSURL: s.ns.ClientURL(), Logger: quiet, Metrics: s.metrics,
@@ -106,7 +115,7 @@ func start(t *testing.T, opts options) *system {
 func (s *system) startPlanner(t *testing.T, opts options) {
 	t.Helper()
 	p, err := service.Start(context.Background(), service.Config{
-		NATSURL: s.ns.ClientURL(), RedisURL: s.redis.url, RedisPrefix: s.redis.prefix,
+		NATSURL: s.ns.ClientURL(), RedisURL: s.redis.url, RedisPrefix: s.redis.prefix, RedisCluster: s.redis.cluster,
 		Listen: "127.0.0.1:0", EncryptionKey: s.key, Lease: 2 * time.Second,
 		Lookahead: time.Nanosecond, MaxIdle: 20 * time.Millisecond, Now: s.clock.Now, Logger: quiet,
 		Metrics: s.metrics, Tracing: tracingConfig(opts),

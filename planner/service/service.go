@@ -39,6 +39,9 @@ type Config struct {
 	NATSURL string
 	// RedisURL is the Redis server (redis:// or rediss://). Required.
 	RedisURL string
+	// RedisCluster says RedisURL names a node of a Redis Cluster; more
+	// seed nodes may follow as addr= query parameters. Defaults to false.
+	RedisCluster bool
 	// Listen is the address of the REST API. Defaults to 127.0.0.1:8080.
 	Listen string
 	// Tokens are the accepted bearer tokens. Required unless Listen is a
@@ -129,7 +132,7 @@ func Loopback(addr string) bool {
 type Service struct {
 	cfg        Config
 	nc         *nats.Conn
-	rdb        *redis.Client
+	rdb        redis.UniversalClient
 	dispatcher *dispatch.Dispatcher
 	feedback   *feedback.Consumer
 	intake     *intake.Intake
@@ -163,11 +166,9 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return fmt.Errorf("the Redis URL: %w", err)
+	if s.rdb, err = redisClient(cfg.RedisURL, cfg.RedisCluster); err != nil {
+		return err
 	}
-	s.rdb = redis.NewClient(opts)
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connecting to Redis: %w", err)
 	}
@@ -229,6 +230,22 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	cfg.Logger.Info("planner started", slog.String("api", "http://"+s.Addr()))
 	return nil
+}
+
+// redisClient connects to one Redis server, or to a Redis Cluster.
+func redisClient(url string, cluster bool) (redis.UniversalClient, error) {
+	if cluster {
+		opts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("the Redis Cluster URL: %w", err)
+		}
+		return redis.NewClusterClient(opts), nil
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("the Redis URL: %w", err)
+	}
+	return redis.NewClient(opts), nil
 }
 
 // ready reports what keeps the planner from being ready: NATS or Redis not
