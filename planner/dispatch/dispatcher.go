@@ -185,6 +185,10 @@ type Dispatcher struct {
 
 	kick  chan struct{}
 	ready atomic.Bool
+	// rebuilding is set while the timer is rebuilt after Redis lost it;
+	// stale when job changes could not be written to the timer (Redis did
+	// not answer), so that maintenance schedules every job again.
+	rebuilding, stale atomic.Bool
 	// beforeCommit, when set (by tests), runs after an execution's PubAck
 	// and before its commit; false abandons the commit, as a planner that
 	// dies at that moment would.
@@ -256,7 +260,7 @@ func (d *Dispatcher) Stop() {
 }
 
 // Ready reports whether the dispatcher has scheduled every job of the store.
-func (d *Dispatcher) Ready() bool { return d.ready.Load() }
+func (d *Dispatcher) Ready() bool { return d.ready.Load() && !d.rebuilding.Load() }
 
 // Runtimes returns, for each job, its next scheduled occurrence (zero when
 // there is none) and its tally, in two round trips to Redis.
@@ -280,6 +284,17 @@ func (d *Dispatcher) Runtimes(ctx context.Context, refs []contracts.JobRef) ([]t
 		}
 	}
 	return next, tallies, nil
+}
+
+// Scheduled returns the job's scheduled occurrence: when it is due and how
+// many occurrences of its schedule follow it (-1 for no limit). It reports
+// false when the timer holds none (the job is new, disabled or ended).
+func (d *Dispatcher) Scheduled(ctx context.Context, ref contracts.JobRef) (time.Time, int64, bool, error) {
+	e, ok, err := d.ix.Get(ctx, ref.KVKey(), scheduleSlot)
+	if err != nil || !ok {
+		return time.Time{}, 0, false, err
+	}
+	return e.Expected, e.Remaining, true, nil
 }
 
 // RunNow schedules one execution of the job's main action now, outside its
@@ -360,7 +375,10 @@ func (d *Dispatcher) follow(ctx context.Context, changes <-chan store.Change, in
 			}
 			gather.Stop()
 			if err := d.apply(ctx, batch); err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Error("scheduling jobs", slog.Int("changes", len(batch)), slog.String("error", err.Error()))
+				// Maintenance schedules every job again once the timer
+				// answers; a deleted job left in it is skipped when due.
+				d.stale.Store(true)
+				d.cfg.Logger.Error("scheduling jobs; every job is scheduled again shortly", slog.Int("changes", len(batch)), slog.String("error", err.Error()))
 			}
 		}
 	}
@@ -844,6 +862,15 @@ func (d *Dispatcher) maintain(ctx context.Context) {
 		if err := d.rebuildIfLost(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Error("rebuilding the timer", slog.String("error", err.Error()))
 		}
+		if d.stale.Load() && !d.rebuilding.Load() {
+			d.stale.Store(false)
+			if err := d.scheduleAll(ctx); err != nil && ctx.Err() == nil {
+				d.stale.Store(true)
+				d.cfg.Logger.Error("scheduling every job again", slog.String("error", err.Error()))
+			} else if err == nil {
+				d.cfg.Logger.Info("scheduled every job again after the timer failed to answer")
+			}
+		}
 		if err := d.deleteEnded(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("deleting ended jobs", slog.String("error", err.Error()))
 		}
@@ -908,10 +935,26 @@ func (d *Dispatcher) rebuildIfLost(ctx context.Context) error {
 	if err != nil || built {
 		return err
 	}
+	// Not ready until rebuilt: a failed rebuild is tried again at the next
+	// maintenance, and readiness waits for it.
+	d.rebuilding.Store(true)
 	d.cfg.Logger.Warn("the timer's state is gone; rebuilding it from the job store and history")
 	if err := d.restoreTallies(ctx); err != nil {
 		return err
 	}
+	if err := d.scheduleAll(ctx); err != nil {
+		return err
+	}
+	if err := d.ix.MarkBuilt(ctx); err != nil {
+		return err
+	}
+	d.rebuilding.Store(false)
+	return nil
+}
+
+// scheduleAll schedules every job the dispatcher knows again, in batches;
+// a job already scheduled from its current version keeps its entry.
+func (d *Dispatcher) scheduleAll(ctx context.Context) error {
 	d.mu.RLock()
 	jobs := make([]*cached, 0, len(d.jobs))
 	for _, c := range d.jobs {
@@ -926,8 +969,5 @@ func (d *Dispatcher) rebuildIfLost(ctx context.Context) error {
 		}
 		errs = append(errs, d.schedule(ctx, batch))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return d.ix.MarkBuilt(ctx)
+	return errors.Join(errs...)
 }

@@ -33,7 +33,10 @@ type env struct {
 	clock  *testkit.Clock
 	// realClock makes the planners use the real time instead of clock.
 	realClock bool
-	sealer    *seal.Sealer
+	// plannerRDB, when set, is the Redis client of the planners started
+	// next, instead of rdb.
+	plannerRDB redis.UniversalClient
+	sealer     *seal.Sealer
 }
 
 func setup(t testing.TB) *env {
@@ -68,7 +71,11 @@ func (e *env) openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 func (e *env) planner(t testing.TB, tweak func(*Config)) *Dispatcher {
 	t.Helper()
 	_, js := testkit.JetStream(t, e.ns)
-	ix, err := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	rdb := e.rdb
+	if e.plannerRDB != nil {
+		rdb = e.plannerRDB
+	}
+	ix, err := timer.New(rdb, timer.Config{Prefix: e.prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,4 +368,28 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 		}
 		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("daily"); return !ok }, "still scheduled after delete")
 	})
+}
+
+// Scheduled reports the timer's entry of a job, with the occurrences of its
+// count that follow it, and nothing for a job the timer does not hold.
+func TestScheduledReportsTheTimersEntry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	d := e.planner(t, nil)
+	start := t0.Add(time.Hour)
+	e.addJob(t, "counted", minuteJob(start, 3))
+	e.addJob(t, "endless", minuteJob(start, 0))
+	for _, tt := range []struct {
+		job       string
+		remaining int64
+	}{{"counted", 2}, {"endless", -1}} {
+		testkit.Eventually(t, 5*time.Second, func() bool {
+			at, remaining, ok, err := d.Scheduled(ctx, collection.Job(tt.job))
+			return err == nil && ok && at.Equal(start) && remaining == tt.remaining
+		}, "%s is not reported scheduled at %s with %d to follow", tt.job, start, tt.remaining)
+	}
+	if _, _, ok, err := d.Scheduled(ctx, collection.Job("absent")); ok || err != nil {
+		t.Errorf("a job the timer does not hold: ok %v, err %v", ok, err)
+	}
 }
