@@ -24,14 +24,16 @@ const (
 	exitUnreachable = 4 // the server could not be reached, or refused the token (401, 403)
 )
 
-// exitCodesHelp is the table of exit codes shown in the client commands'
-// help.
-const exitCodesHelp = `Exit codes:
+// exitCodesHelp is the table of exit codes shown in the root's and the
+// client commands' help.
+const exitCodesHelp = `Exit codes of collections, jobs and history:
   0  success
-  1  the server refused the request (an invalid definition, a conflict) or failed
-  2  usage: bad flags or arguments, an unreadable file
-  3  not found: the collection or job does not exist
-  4  the server could not be reached, or it refused the token`
+  1  the server refused the request (400, 409: an invalid definition, a
+     conflict) or failed (5xx)
+  2  usage: bad flags or arguments, an unreadable definition file
+  3  not found (404): the collection or job does not exist
+  4  the server could not be reached, or it refused the token (401, 403)
+dev, serve, preview and healthcheck exit 1 when they fail, 2 on bad flags.`
 
 // Environment variables of the client commands.
 const (
@@ -75,8 +77,11 @@ func (o *clientOptions) check(needCollection bool) error {
 		o.token = os.Getenv(envToken)
 	}
 	u, err := url.Parse(o.server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--server %q is not an http:// or https:// URL", o.server)}
+	if err != nil {
+		return &exitError{code: exitUsage, err: errors.New("--server is not a URL")}
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--server %q is not an http:// or https:// URL", u.Redacted())}
 	}
 	switch o.output {
 	case "", "table", "json":
@@ -90,6 +95,15 @@ func (o *clientOptions) check(needCollection bool) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("a job collection is required: --collection or %s", envCollection)}
 	}
 	return nil
+}
+
+// where names the server in messages, without a password its URL may
+// hold.
+func (o *clientOptions) where() string {
+	if u, err := url.Parse(o.server); err == nil {
+		return u.Redacted()
+	}
+	return "the server"
 }
 
 // collectionsPath is the path of the resource group's job collections,
@@ -156,12 +170,12 @@ func (o *clientOptions) call(ctx context.Context, method, path string, query url
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("cannot reach the scheduler at %s: %v (set --server or %s)", o.server, err, envServer)}
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("cannot reach the scheduler at %s: %v (set --server or %s)", o.where(), err, envServer)}
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("reading the answer of %s: %v", o.server, err)}
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("reading the answer of %s: %v", o.where(), err)}
 	}
 	if res.StatusCode >= 300 {
 		return answerError(res.StatusCode, data)
@@ -170,27 +184,28 @@ func (o *clientOptions) call(ctx context.Context, method, path string, query url
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return &exitError{code: exitRefused, err: fmt.Errorf("the answer of %s is not what the scheduler sends: %v", o.server, err)}
+		return &exitError{code: exitRefused, err: fmt.Errorf("the answer of %s is not what the scheduler sends: %v", o.where(), err)}
 	}
 	return nil
 }
 
-// answerError turns an error answer into an exitError.
+// answerError turns an error answer into an exitError: the API's code and
+// message, then each detail whose field the message does not name already.
 func answerError(status int, data []byte) error {
-	code := exitRefused
+	code, hint := exitRefused, ""
 	switch status {
 	case http.StatusNotFound:
 		code = exitNotFound
 	case http.StatusUnauthorized, http.StatusForbidden:
-		code = exitUnreachable
+		code, hint = exitUnreachable, " (set --token or "+envToken+")"
 	}
 	var e apiError
 	if json.Unmarshal(data, &e) != nil || e.Error.Message == "" {
-		return &exitError{code: code, err: fmt.Errorf("the server answered %d %s", status, http.StatusText(status))}
+		return &exitError{code: code, err: fmt.Errorf("the server answered %d %s%s", status, http.StatusText(status), hint)}
 	}
-	msg := e.Error.Code + ": " + e.Error.Message
+	msg := e.Error.Code + ": " + e.Error.Message + hint
 	for _, d := range e.Error.Details {
-		if d.Target != "" {
+		if d.Target != "" && !strings.Contains(e.Error.Message, d.Target) {
 			msg += "\n  " + d.Target + ": " + d.Message
 		}
 	}
@@ -235,12 +250,18 @@ func printJSON(cmd *cobra.Command, v any) error {
 	return enc.Encode(v)
 }
 
+// completionTimeout bounds the request behind a completion, so that a
+// server that does not answer never holds up the shell.
+const completionTimeout = 3 * time.Second
+
 // completeCollections lists the collections' names for shell completion,
 // quietly nothing when the server cannot tell.
 func (o *clientOptions) completeCollections(ctx context.Context) ([]string, cobra.ShellCompDirective) {
 	if o.check(false) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
 	var list struct {
 		Value []struct {
 			Name string `json:"name"`
@@ -261,6 +282,8 @@ func (o *clientOptions) completeJobs(ctx context.Context) ([]string, cobra.Shell
 	if o.check(true) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
 	var list struct {
 		Value []struct {
 			Name string `json:"name"`
@@ -277,11 +300,19 @@ func (o *clientOptions) completeJobs(ctx context.Context) ([]string, cobra.Shell
 }
 
 // oneName is the argument rule of commands that name one resource; its
-// error is a usage error.
+// error is a usage error. A name holds no "/": a job's collection is given
+// with --collection, not as COLLECTION/JOB.
 func oneName(what string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) != 1 || args[0] == "" {
 			return &exitError{code: exitUsage, err: fmt.Errorf("name one %s", what)}
+		}
+		if strings.Contains(args[0], "/") {
+			msg := fmt.Sprintf("%q: a %s's name holds no '/'", args[0], what)
+			if what == "job" {
+				msg += "; give the job collection with --collection or " + envCollection
+			}
+			return &exitError{code: exitUsage, err: errors.New(msg)}
 		}
 		return nil
 	}

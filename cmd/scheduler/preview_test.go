@@ -130,14 +130,8 @@ func TestPreviewRejectsBadFlags(t *testing.T) {
 // The built binary exits with status 1, prints nothing on stdout and the
 // violations on stderr for an invalid definition.
 func TestPreviewBinaryExitStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "scheduler")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := schedulerBinary(t)
 	cmd := exec.Command(bin, "preview", "-")
 	cmd.Stdin = strings.NewReader(`{"recurrence": {"frequency": "fortnight"}}`)
 	var stdout, stderr bytes.Buffer

@@ -26,8 +26,21 @@ func exitCode(err error) int {
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "scheduler",
-		Short:         "A job scheduler in the shape of Azure Scheduler, on NATS JetStream and Redis",
+		Use:   "scheduler",
+		Short: "A job scheduler in the shape of Azure Scheduler, on NATS JetStream and Redis",
+		Long: `A job scheduler in the shape of Azure Scheduler, on NATS JetStream and Redis.
+
+"dev" runs everything in one process; "serve" runs one role against real
+NATS and Redis servers. "collections", "jobs" and "history" manage a running
+scheduler through its REST API: --server (default http://127.0.0.1:8080),
+--token, --subscription and --resource-group (both "dev" by default, as
+"scheduler dev" prints them), and --collection for jobs and history, each
+also from its environment variable (SCHEDULER_SERVER, SCHEDULER_TOKEN,
+SCHEDULER_SUBSCRIPTION, SCHEDULER_RESOURCE_GROUP, SCHEDULER_COLLECTION).
+"completion bash|zsh|fish|powershell" prints a shell completion script that
+completes collection and job names from the server.
+
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

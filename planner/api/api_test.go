@@ -20,15 +20,52 @@ import (
 
 const base = "/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections"
 
-// fakeScheduling records runs and knows no next executions, so the API
-// computes them from definitions.
+// fakeScheduling records runs. It knows no next executions and no tallies,
+// so the API computes them from definitions, unless a test sets a job's
+// timer entry (planned) or tally.
 type fakeScheduling struct {
-	mu   sync.Mutex
-	runs []contracts.JobRef
+	mu      sync.Mutex
+	runs    []contracts.JobRef
+	planned map[string]plannedEntry // by job name
+	tallies map[string]contracts.Tally
+}
+
+// plannedEntry is what the timer holds of a job: its scheduled occurrence
+// and the number of occurrences after it.
+type plannedEntry struct {
+	at        time.Time
+	remaining int64
 }
 
 func (f *fakeScheduling) Runtimes(_ context.Context, refs []contracts.JobRef) ([]time.Time, []contracts.Tally, error) {
-	return make([]time.Time, len(refs)), make([]contracts.Tally, len(refs)), nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next, tallies := make([]time.Time, len(refs)), make([]contracts.Tally, len(refs))
+	for i, r := range refs {
+		next[i], tallies[i] = f.planned[r.Job].at, f.tallies[r.Job]
+	}
+	return next, tallies, nil
+}
+
+func (f *fakeScheduling) Scheduled(_ context.Context, ref contracts.JobRef) (time.Time, int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.planned[ref.Job]
+	return p.at, p.remaining, ok, nil
+}
+
+// set makes the timer hold a job's entry and tally.
+func (f *fakeScheduling) set(job string, p *plannedEntry, tally contracts.Tally) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.planned == nil {
+		f.planned, f.tallies = map[string]plannedEntry{}, map[string]contracts.Tally{}
+	}
+	delete(f.planned, job)
+	if p != nil {
+		f.planned[job] = *p
+	}
+	f.tallies[job] = tally
 }
 
 func (f *fakeScheduling) RunNow(_ context.Context, j store.Job) error {

@@ -97,12 +97,21 @@ func (s *Server) nextExecution(j store.Job, scheduled time.Time, tally contracts
 	if err != nil {
 		return time.Time{}, false
 	}
-	now := s.cfg.Now().Truncate(time.Second)
-	first, _, ok := sched.Resume(tally.Occurrence, tally.OccurrenceTime)
-	if ok && first.Before(now) {
-		first, ok = sched.Next(now.Add(-time.Second))
-	}
+	first, _, ok := s.resume(sched, tally)
 	return first, ok
+}
+
+// resume returns the next occurrence of a schedule the timer does not
+// hold, and its 1-based number, as the dispatcher will schedule it: the
+// occurrence after the one the tally reached (from 1 when the schedule
+// started again since), or the next one from now when that one is past.
+func (s *Server) resume(sched *planner.Schedule, tally contracts.Tally) (time.Time, int64, bool) {
+	now := s.cfg.Now().Truncate(time.Second)
+	at, n, ok := sched.Resume(tally.Occurrence, tally.OccurrenceTime)
+	if ok && at.Before(now) {
+		at, ok = sched.Next(now.Add(-time.Second))
+	}
+	return at, n, ok
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {

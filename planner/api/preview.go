@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/store"
 )
 
 // maxPreview bounds the instants one preview returns.
@@ -24,7 +26,11 @@ type PreviewResult struct {
 
 // previewJob answers GET …/jobs/{job}/preview?count=N (an extension of
 // this API): the job's next N instants (5 by default, at most 1,000) from
-// its next execution on, honouring its count and end time.
+// its next execution on, honouring its count and end time. The first is
+// the occurrence the timer holds, and the count left is the timer's, so
+// that an occurrence in flight or a schedule started again is counted as
+// the dispatcher counts it; a job the timer does not hold yet goes on from
+// its definition and tally, as the dispatcher will schedule it.
 func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
 	n := 5
 	if v := r.URL.Query().Get("count"); v != "" {
@@ -44,27 +50,41 @@ func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contract
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	var (
-		scheduled time.Time
-		tally     contracts.Tally
-	)
-	if s.sched != nil {
-		if next, tallies, err := s.sched.Runtimes(ctx, []contracts.JobRef{j.Ref}); err == nil {
-			scheduled, tally = next[0], tallies[0]
-		}
-	}
 	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
 	if err != nil {
 		return newError(http.StatusInternalServerError, codeInternal, "the stored job's schedule cannot be read: "+err.Error())
 	}
-	if c := sched.Count(); c > 0 {
-		n = min(n, max(c-int(tally.Occurrence), 0))
+	at, remaining, ok := s.upcoming(ctx, j, sched)
+	if remaining >= 0 {
+		n = int(min(int64(n), remaining+1))
 	}
-	at, ok := s.nextExecution(j, scheduled, tally)
 	for ok && len(out.Value) < n {
 		out.Value = append(out.Value, at)
 		at, ok = sched.Next(at)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// upcoming returns a job's next occurrence and how many follow it (-1 for
+// no limit): the timer's when it holds one, else from the definition and
+// the tally. When the timer does not answer, the definition alone decides,
+// as for the job's status.
+func (s *Server) upcoming(ctx context.Context, j store.Job, sched *planner.Schedule) (time.Time, int64, bool) {
+	var tally contracts.Tally
+	if s.sched != nil {
+		at, remaining, ok, err := s.sched.Scheduled(ctx, j.Ref)
+		if err == nil && ok {
+			return at.UTC(), remaining, true
+		}
+		if _, tallies, err := s.sched.Runtimes(ctx, []contracts.JobRef{j.Ref}); err == nil {
+			tally = tallies[0]
+		}
+	}
+	at, number, ok := s.resume(sched, tally)
+	remaining := int64(-1)
+	if c := sched.Count(); c > 0 {
+		remaining = max(int64(c)-number, 0)
+	}
+	return at, remaining, ok
 }

@@ -25,6 +25,10 @@ type Scheduling interface {
 	// Runtimes returns, for each job, when it runs next (zero when it is
 	// not scheduled, or not yet) and its tally of executions.
 	Runtimes(ctx context.Context, refs []contracts.JobRef) (next []time.Time, tallies []contracts.Tally, err error)
+	// Scheduled returns the job's scheduled occurrence: when it is due and
+	// how many occurrences of its schedule follow it (-1 for no limit);
+	// false when none is scheduled.
+	Scheduled(ctx context.Context, ref contracts.JobRef) (at time.Time, remaining int64, ok bool, err error)
 	// RunNow schedules one execution of the job's action now, outside its
 	// schedule.
 	RunNow(ctx context.Context, job store.Job) error
