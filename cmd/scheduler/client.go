@@ -257,29 +257,18 @@ const completionTimeout = 3 * time.Second
 // completeCollections lists the collections' names for shell completion,
 // quietly nothing when the server cannot tell.
 func (o *clientOptions) completeCollections(ctx context.Context) ([]string, cobra.ShellCompDirective) {
-	if o.check(false) != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
-	defer cancel()
-	var list struct {
-		Value []struct {
-			Name string `json:"name"`
-		} `json:"value"`
-	}
-	if o.call(ctx, http.MethodGet, o.collectionsPath(), nil, nil, &list) != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	names := make([]string, len(list.Value))
-	for i, c := range list.Value {
-		names[i] = c.Name
-	}
-	return names, cobra.ShellCompDirectiveNoFileComp
+	return o.completeNames(ctx, false, o.collectionsPath())
 }
 
 // completeJobs lists the collection's jobs' names for shell completion.
 func (o *clientOptions) completeJobs(ctx context.Context) ([]string, cobra.ShellCompDirective) {
-	if o.check(true) != nil {
+	return o.completeNames(ctx, true, o.jobPath(""))
+}
+
+// completeNames lists the names of the resources at path; a job's name
+// comes as "collection/job", and only the job's part is kept.
+func (o *clientOptions) completeNames(ctx context.Context, needCollection bool, path string) ([]string, cobra.ShellCompDirective) {
+	if o.check(needCollection) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
@@ -289,12 +278,16 @@ func (o *clientOptions) completeJobs(ctx context.Context) ([]string, cobra.Shell
 			Name string `json:"name"`
 		} `json:"value"`
 	}
-	if o.call(ctx, http.MethodGet, o.jobPath(""), nil, nil, &list) != nil {
+	if o.call(ctx, http.MethodGet, path, nil, nil, &list) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	names := make([]string, len(list.Value))
-	for i, j := range list.Value {
-		_, names[i], _ = strings.Cut(j.Name, "/") // "collection/job"
+	for i, r := range list.Value {
+		_, job, isJob := strings.Cut(r.Name, "/")
+		names[i] = r.Name
+		if isJob {
+			names[i] = job
+		}
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
