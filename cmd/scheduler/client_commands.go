@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -86,29 +87,14 @@ the scheduler's REST API (--server, --token, or the environment).
 			return o.printCollections(cmd, []contracts.JobCollectionDefinition{c}, true)
 		},
 	}
-	simple := func(use, short, method, suffix, done string) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " NAME", Short: short, Args: oneName("job collection"), ValidArgsFunction: complete,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if err := o.check(false); err != nil {
-					return err
-				}
-				path := o.collectionsPath(args[0])
-				if suffix != "" {
-					path += "/" + suffix
-				}
-				if err := o.call(cmd.Context(), method, path, nil, nil, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "job collection %s %s\n", args[0], done)
-				return nil
-			},
-		}
+	request := func(use, short, method, suffix, done string) *cobra.Command {
+		return o.requestCommand(requestSpec{use: use, short: short, kind: "job collection", method: method, done: done,
+			path: func(name string) string { return o.collectionsPath(name) + suffix }}, complete)
 	}
 	cmd.AddCommand(create, list, get,
-		simple("enable", "Enable a job collection and its disabled jobs", http.MethodPost, "enable", "enabled"),
-		simple("disable", "Disable a job collection and its enabled jobs", http.MethodPost, "disable", "disabled"),
-		simple("delete", "Delete a job collection, its jobs and their history", http.MethodDelete, "", "deleted"))
+		request("enable", "Enable a job collection and its disabled jobs", http.MethodPost, "/enable", "enabled"),
+		request("disable", "Disable a job collection and its enabled jobs", http.MethodPost, "/disable", "disabled"),
+		request("delete", "Delete a job collection, its jobs and their history", http.MethodDelete, "", "deleted"))
 	for _, c := range cmd.Commands() {
 		silenceFlagErrors(c)
 	}
@@ -118,15 +104,7 @@ the scheduler's REST API (--server, --token, or the environment).
 // printCollections prints collections as a table, or as JSON (one
 // resource alone, unless a table was asked for).
 func (o *clientOptions) printCollections(cmd *cobra.Command, cs []contracts.JobCollectionDefinition, one bool) error {
-	if o.output == "json" || (one && o.output == "") {
-		if one {
-			return printJSON(cmd, cs[0])
-		}
-		return printJSON(cmd, cs)
-	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSTATE\tPLAN\tMAX JOBS")
-	for _, c := range cs {
+	return printResources(o, cmd, cs, one, "NAME\tSTATE\tPLAN\tMAX JOBS", func(w io.Writer, c contracts.JobCollectionDefinition) {
 		state, plan, maxJobs := "", "", "-"
 		if p := c.Properties; p != nil {
 			state = string(p.State)
@@ -138,8 +116,7 @@ func (o *clientOptions) printCollections(cmd *cobra.Command, cs []contracts.JobC
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Name, state, plan, maxJobs)
-	}
-	return w.Flush()
+	})
 }
 
 func newJobsCommand() *cobra.Command {
@@ -223,24 +200,9 @@ through the scheduler's REST API (--server, --token, or the environment).
 			return o.printJobs(cmd, []contracts.JobDefinition{j}, true)
 		},
 	}
-	simple := func(use, short, method, suffix string, body []byte, done string) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " NAME", Short: short, Args: oneName("job"), ValidArgsFunction: complete,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if err := o.check(true); err != nil {
-					return err
-				}
-				path := o.jobPath(args[0])
-				if suffix != "" {
-					path += "/" + suffix
-				}
-				if err := o.call(cmd.Context(), method, path, nil, body, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "job %s %s\n", args[0], done)
-				return nil
-			},
-		}
+	request := func(use, short, method, suffix string, body []byte, done string) *cobra.Command {
+		return o.requestCommand(requestSpec{use: use, short: short, kind: "job", method: method, body: body, done: done,
+			path: func(name string) string { return o.jobPath(name) + suffix }}, complete)
 	}
 	var count int
 	preview := &cobra.Command{
@@ -274,10 +236,10 @@ through the scheduler's REST API (--server, --token, or the environment).
 	}
 	preview.Flags().IntVarP(&count, "count", "n", 5, "how many instants to show (1 to 1000)")
 	cmd.AddCommand(create, list, get, preview,
-		simple("enable", "Enable a job (its schedule starts again from now)", http.MethodPatch, "", []byte(`{"properties": {"state": "Enabled"}}`), "enabled"),
-		simple("disable", "Disable a job", http.MethodPatch, "", []byte(`{"properties": {"state": "Disabled"}}`), "disabled"),
-		simple("run", "Run a job's action once now, outside its schedule", http.MethodPost, "run", nil, "is running"),
-		simple("delete", "Delete a job and its history", http.MethodDelete, "", nil, "deleted"))
+		request("enable", "Enable a job (its schedule starts again from now)", http.MethodPatch, "", []byte(`{"properties": {"state": "Enabled"}}`), "enabled"),
+		request("disable", "Disable a job", http.MethodPatch, "", []byte(`{"properties": {"state": "Disabled"}}`), "disabled"),
+		request("run", "Run a job's action once now, outside its schedule", http.MethodPost, "/run", nil, "is running"),
+		request("delete", "Delete a job and its history", http.MethodDelete, "", nil, "deleted"))
 	for _, c := range cmd.Commands() {
 		silenceFlagErrors(c)
 	}
@@ -286,15 +248,7 @@ through the scheduler's REST API (--server, --token, or the environment).
 
 // printJobs prints jobs as a table, or as JSON.
 func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefinition, one bool) error {
-	if o.output == "json" || (one && o.output == "") {
-		if one {
-			return printJSON(cmd, jobs[0])
-		}
-		return printJSON(cmd, jobs)
-	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSTATE\tRECURRENCE\tNEXT RUN\tRUNS\tFAILED\tFAULTED")
-	for _, j := range jobs {
+	return printResources(o, cmd, jobs, one, "NAME\tSTATE\tRECURRENCE\tNEXT RUN\tRUNS\tFAILED\tFAULTED", func(w io.Writer, j contracts.JobDefinition) {
 		_, name, _ := strings.Cut(j.Name, "/")
 		next, runs, failed, faulted := "-", 0, 0, 0
 		if st := j.Properties.Status; st != nil {
@@ -304,8 +258,54 @@ func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefini
 			runs, failed, faulted = st.ExecutionCount, st.FailureCount, st.FaultedCount
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", name, j.Properties.State, recurrenceSummary(j.Properties.Recurrence), next, runs, failed, faulted)
+	})
+}
+
+// printResources prints resources as a table (header, then one row each)
+// or as JSON: one resource alone prints as JSON unless a table was asked
+// for, a list as a table unless JSON was.
+func printResources[T any](o *clientOptions, cmd *cobra.Command, items []T, one bool, header string, row func(w io.Writer, item T)) error {
+	if o.output == "json" || (one && o.output == "") {
+		if one {
+			return printJSON(cmd, items[0])
+		}
+		return printJSON(cmd, items)
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, header)
+	for _, item := range items {
+		row(w, item)
 	}
 	return w.Flush()
+}
+
+// requestSpec describes a client command that sends one request about the
+// resource its argument names and says it is done.
+type requestSpec struct {
+	use, short string
+	// kind is "job collection" or "job"; a job needs --collection.
+	kind   string
+	method string
+	path   func(name string) string
+	body   []byte
+	done   string
+}
+
+// requestCommand builds the command spec describes.
+func (o *clientOptions) requestCommand(spec requestSpec, complete cobra.CompletionFunc) *cobra.Command {
+	return &cobra.Command{
+		Use: spec.use + " NAME", Short: spec.short, Args: oneName(spec.kind), ValidArgsFunction: complete,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(spec.kind == "job"); err != nil {
+				return err
+			}
+			if err := o.call(cmd.Context(), spec.method, spec.path(args[0]), nil, spec.body, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", spec.kind, args[0], spec.done)
+			return nil
+		},
+	}
 }
 
 // recurrenceSummary describes a recurrence in a few words: "once", "every
