@@ -22,44 +22,14 @@ import (
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
-// The binary is built once, on first use (so `go test -short` and runs of
-// the in-process tests alone build nothing), and removed after the
-// package's tests.
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binary    string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	testkit.RemoveBinary()
 	os.Exit(code)
 }
 
-// schedulerBinary builds the scheduler once for the package's tests.
-func schedulerBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the scheduler binary")
-	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "scheduler-cli"); buildErr != nil {
-			return
-		}
-		binary = filepath.Join(buildDir, "scheduler")
-		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the scheduler: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
+// schedulerBinary is the scheduler, built once for the package's tests.
+func schedulerBinary(t *testing.T) string { return testkit.SchedulerBinary(t) }
 
 // lockedBuffer collects a process's output while the test reads it.
 type lockedBuffer struct {

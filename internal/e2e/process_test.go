@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,35 +19,14 @@ import (
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// schedulerBinary builds cmd/scheduler once for the package's tests.
-func schedulerBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the scheduler binary")
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "scheduler-e2e")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "scheduler")
-		out, err := exec.Command("go", "build", "-o", binary, "../../cmd/scheduler").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building the scheduler: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.RemoveBinary()
+	os.Exit(code)
 }
+
+// schedulerBinary is the scheduler, built once for the package's tests.
+func schedulerBinary(t *testing.T) string { return testkit.SchedulerBinary(t) }
 
 // process is a worker running as its own process.
 type process struct {
