@@ -135,48 +135,46 @@ func (s *Server) authenticate(r *http.Request) *apiError {
 	return newError(http.StatusUnauthorized, codeAuthFailed, "a valid bearer token is required in the Authorization header")
 }
 
-// route matches the ARM path. Literal segments match case-insensitively, as
-// ARM's do; names are path-unescaped.
+// route serves the ARM route the path names (see match); names are
+// path-unescaped.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	seg, err := segments(r.URL)
 	if err != nil {
 		return newError(http.StatusBadRequest, codeBadRequest, err.Error())
 	}
-	lit := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
-	notFound := newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
-	if !lit(0, "subscriptions") || len(seg) < 2 {
-		return notFound
+	pattern := match(seg)
+	if pattern == routeOther {
+		return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
 	}
 	sub := seg[1]
-	// /subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections
-	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "jobCollections") {
+	if pattern == routeSubscriptionCollections {
 		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, sub, "") })
 	}
-	if len(seg) < 7 || !lit(2, "resourceGroups") || !lit(4, "providers") || !lit(5, "Microsoft.Scheduler") || !lit(6, "jobCollections") {
-		return notFound
-	}
 	rg := seg[3]
-	if len(seg) == 7 {
+	if pattern == routeCollections {
 		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, sub, rg) })
 	}
 	coll := contracts.CollectionRef{Subscription: sub, ResourceGroup: rg, Collection: seg[7]}
-	switch {
-	case len(seg) == 8:
+	switch pattern {
+	case routeCollection:
 		return resource(w, r, coll, s.getCollection, s.putCollection, s.patchCollection, s.deleteCollection)
-	case len(seg) == 9 && (lit(8, "enable") || lit(8, "disable")):
-		return s.only(r, http.MethodPost, func() *apiError { return s.setCollectionEnabled(w, r, coll, lit(8, "enable")) })
-	case len(seg) == 9 && lit(8, "jobs"):
+	case routeCollectionEnable, routeCollectionDisable:
+		return s.only(r, http.MethodPost, func() *apiError { return s.setCollectionEnabled(w, r, coll, pattern == routeCollectionEnable) })
+	case routeJobs:
 		return s.only(r, http.MethodGet, func() *apiError { return s.listJobs(w, r, coll) })
-	case len(seg) == 10 && lit(8, "jobs"):
-		return resource(w, r, coll.Job(seg[9]), s.getJob, s.putJob, s.patchJob, s.deleteJob)
-	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
-		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, coll.Job(seg[9])) })
-	case len(seg) == 11 && lit(8, "jobs") && lit(10, "preview"):
-		return s.only(r, http.MethodGet, func() *apiError { return s.previewJob(w, r, coll.Job(seg[9])) })
-	case len(seg) == 11 && lit(8, "jobs") && lit(10, "history"):
-		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, coll.Job(seg[9])) })
 	}
-	return notFound
+	job := coll.Job(seg[9])
+	switch pattern {
+	case routeJob:
+		return resource(w, r, job, s.getJob, s.putJob, s.patchJob, s.deleteJob)
+	case routeJobRun:
+		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, job) })
+	case routeJobPreview:
+		return s.only(r, http.MethodGet, func() *apiError { return s.previewJob(w, r, job) })
+	case routeJobHistory:
+		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, job) })
+	}
+	return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
 }
 
 // handler serves one method on the resource named by ref.
