@@ -259,12 +259,16 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 	if h := m.Headers(); h != nil {
 		parent = h.Get(contracts.TraceParentHeader)
 	}
-	traceParent := contracts.ChildTraceParent(parent, exec.OccurrenceID, spanID())
-	var stored *contracts.Result
+	var (
+		traceParent string
+		stored      *contracts.Result
+	)
 	if w.cfg.Tracer != nil {
 		var end func(*contracts.Result)
 		traceParent, end = w.cfg.Tracer.Perform(parent, exec)
 		defer func() { end(stored) }()
+	} else {
+		traceParent = contracts.ChildTraceParent(parent, exec.OccurrenceID, spanID())
 	}
 
 	start := w.cfg.Now()

@@ -62,14 +62,12 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	for _, w := range consumers {
+		// Looking the consumer up fetches its info: one request each.
 		cons, err := w.js.Consumer(ctx, w.stream, w.consumer)
 		if err != nil {
 			continue
 		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			continue
-		}
+		info := cons.CachedInfo()
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(info.NumPending), w.stream, w.consumer)
 		ch <- prometheus.MustNewConstMetric(c.ackPending, prometheus.GaugeValue, float64(info.NumAckPending), w.stream, w.consumer)
 		ch <- prometheus.MustNewConstMetric(c.redelivered, prometheus.GaugeValue, float64(info.NumRedelivered), w.stream, w.consumer)

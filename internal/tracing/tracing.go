@@ -108,8 +108,11 @@ func (t *Tracer) Shutdown(ctx context.Context) {
 // from its claim to JetStream's acknowledgement, with the ids of the trace
 // context the execution carries. It implements dispatch.Observer.
 func (t *Tracer) Dispatched(d dispatch.Dispatched) {
+	if t == nil {
+		return
+	}
 	sc, ok := parse(d.TraceParent)
-	if t == nil || !ok {
+	if !ok {
 		return
 	}
 	ctx := context.WithValue(context.Background(), fixedIDs{}, sc)
