@@ -53,12 +53,6 @@ func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
 }
 
-// Register registers collectors of a role's own (a gauge read at scrape
-// time).
-func (r *Registry) Register(cs ...prometheus.Collector) {
-	r.reg.MustRegister(cs...)
-}
-
 // GaugeFuncs registers gauges whose values one function reads at scrape
 // time: read returns one value per name, in order, or an error, which
 // leaves the gauges out of that scrape.
