@@ -191,27 +191,6 @@ func (e Execution) Result(actionType ActionType) Result {
 	}
 }
 
-// Faulted reports whether the result faults its occurrence: the main
-// action failed and no retry follows.
-func (r Result) Faulted() bool {
-	return r.ActionName == MainAction && r.Outcome != Succeeded && r.LastAttempt
-}
-
-// Ends reports whether the occurrence ends with this attempt when the job
-// has no error action (hasErrorAction false) or has one: it succeeded, or
-// it failed and neither a retry nor the error action follows.
-func (r Result) Ends(hasErrorAction bool) bool {
-	switch {
-	case r.Outcome == Succeeded:
-		return true
-	case !r.LastAttempt:
-		return false
-	case r.ActionName == MainAction:
-		return !hasErrorAction
-	}
-	return true
-}
-
 // Validate makes light checks that a consumer can act on the message.
 func (r Result) Validate() error {
 	var p problems

@@ -37,7 +37,7 @@ func (r Result) Counts() (executions, failures, faulted int64) {
 	if r.Outcome != Succeeded {
 		failures = 1
 	}
-	if r.Faulted() {
+	if Decide(r, nil).Faulted {
 		faulted = 1
 	}
 	return executions, failures, faulted

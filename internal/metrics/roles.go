@@ -8,8 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscheduler/scheduler/contracts"
-	"github.com/jobscheduler/scheduler/planner/dispatch"
-	"github.com/jobscheduler/scheduler/planner/timer"
+	"github.com/jobscheduler/scheduler/internal/events"
 )
 
 // actionLabel is the label value of an action name: "main" or "error".
@@ -99,11 +98,11 @@ func (r *Registry) Planner() *Planner {
 }
 
 // Dispatched observes an execution JetStream stored.
-func (p *Planner) Dispatched(d dispatch.Dispatched) {
-	action := actionLabel(d.Claim.Action)
-	p.lateness.WithLabelValues(action).Observe(max(d.Published.Sub(d.Claim.Due), 0).Seconds())
+func (p *Planner) Dispatched(d events.Dispatched) {
+	action := actionLabel(d.Action)
+	p.lateness.WithLabelValues(action).Observe(max(d.Published.Sub(d.Due), 0).Seconds())
 	attempt := "first"
-	if d.Claim.Attempt > 0 {
+	if d.Attempt > 0 {
 		attempt = "retry"
 	}
 	p.dispatched.WithLabelValues(action, attempt).Inc()
@@ -111,16 +110,16 @@ func (p *Planner) Dispatched(d dispatch.Dispatched) {
 
 // Recorded observes a result counted for the first time and what follows
 // it.
-func (p *Planner) Recorded(r contracts.Result, next *timer.Entry) {
+func (p *Planner) Recorded(rec events.Recorded) {
+	r, d := rec.Result, rec.Decision
 	p.results.WithLabelValues(actionLabel(r.ActionName), string(r.Outcome)).Inc()
-	if r.Faulted() {
+	if d.Faulted {
 		p.faulted.Inc()
 	}
-	switch {
-	case next == nil:
-	case next.Action == r.ActionName:
+	switch d.Next {
+	case contracts.RetrySameAction:
 		p.followUps.WithLabelValues("retry").Inc()
-	default:
+	case contracts.RunErrorAction:
 		p.followUps.WithLabelValues("error_action").Inc()
 	}
 }

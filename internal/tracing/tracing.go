@@ -28,7 +28,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jobscheduler/scheduler/contracts"
-	"github.com/jobscheduler/scheduler/planner/dispatch"
+	"github.com/jobscheduler/scheduler/internal/events"
 )
 
 // Config configures tracing.
@@ -107,7 +107,7 @@ func (t *Tracer) Shutdown(ctx context.Context) {
 // Dispatched records the planner's span of an execution JetStream stored:
 // from its claim to JetStream's acknowledgement, with the ids of the trace
 // context the execution carries. It implements dispatch.Observer.
-func (t *Tracer) Dispatched(d dispatch.Dispatched) {
+func (t *Tracer) Dispatched(d events.Dispatched) {
 	if t == nil {
 		return
 	}
@@ -116,16 +116,15 @@ func (t *Tracer) Dispatched(d dispatch.Dispatched) {
 		return
 	}
 	ctx := context.WithValue(context.Background(), fixedIDs{}, sc)
-	c := d.Claim
-	_, span := t.tracer.Start(ctx, "dispatch "+string(c.Action),
+	_, span := t.tracer.Start(ctx, "dispatch "+string(d.Action),
 		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(d.Claimed),
 		trace.WithAttributes(
-			attribute.String("scheduler.job", c.JobKey),
-			attribute.String("scheduler.action", string(c.Action)),
-			attribute.Int64("scheduler.occurrence", c.Occurrence),
-			attribute.Int("scheduler.attempt", c.Attempt),
-			attribute.String("scheduler.due", c.Due.UTC().Format(time.RFC3339Nano)),
-			attribute.Float64("scheduler.lateness_ms", float64(max(d.Published.Sub(c.Due), 0))/float64(time.Millisecond)),
+			attribute.String("scheduler.job", d.JobKey),
+			attribute.String("scheduler.action", string(d.Action)),
+			attribute.Int64("scheduler.occurrence", d.Occurrence),
+			attribute.Int("scheduler.attempt", d.Attempt),
+			attribute.String("scheduler.due", d.Due.UTC().Format(time.RFC3339Nano)),
+			attribute.Float64("scheduler.lateness_ms", float64(max(d.Published.Sub(d.Due), 0))/float64(time.Millisecond)),
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.destination.name", contracts.ExecStream),
 		))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/jobscheduler/scheduler/contracts"
-	"github.com/jobscheduler/scheduler/planner/dispatch"
+	"github.com/jobscheduler/scheduler/internal/events"
 )
 
 func TestStart(t *testing.T) {
@@ -18,7 +18,7 @@ func TestStart(t *testing.T) {
 		if err != nil || tr != nil {
 			t.Fatalf("Start = %v, %v; want nil, nil", tr, err)
 		}
-		tr.Dispatched(dispatch.Dispatched{TraceParent: contracts.TraceParent("0123456789abcdef0123456789abcdef")})
+		tr.Dispatched(events.Dispatched{TraceParent: contracts.TraceParent("0123456789abcdef0123456789abcdef")})
 		tr.Shutdown(context.Background())
 	})
 

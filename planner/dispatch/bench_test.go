@@ -93,7 +93,7 @@ func burst(b *testing.B, planners, n int) {
 	e := setup(b)
 	due := t0.Add(time.Minute)
 	importJobs(b, e, n, func(int) string { return oneTimeJob(due) })
-	var ds []*Dispatcher
+	var ds []*Engine
 	for range planners {
 		ds = append(ds, e.planner(b, func(c *Config) { c.Batch, c.MaxIdle = 0, 50*time.Millisecond })) // the default batch
 	}
@@ -102,7 +102,7 @@ func burst(b *testing.B, planners, n int) {
 	start := time.Now()
 	e.clock.Set(due)
 	for _, d := range ds {
-		d.wake()
+		d.Wake()
 	}
 	testkit.Eventually(b, 5*time.Minute, func() bool { return e.count(b) >= n }, "not all published")
 	elapsed := time.Since(start)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/events"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 	"github.com/jobscheduler/scheduler/planner"
@@ -66,9 +66,9 @@ func (e *env) openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 	return st
 }
 
-// planner starts a dispatcher with its own NATS connection, store and timer
+// planner starts an engine with its own NATS connection, store and timer
 // client, as a separate planner process would have.
-func (e *env) planner(t testing.TB, tweak func(*Config)) *Dispatcher {
+func (e *env) planner(t testing.TB, tweak func(*Config)) *Engine {
 	t.Helper()
 	_, js := testkit.JetStream(t, e.ns)
 	rdb := e.rdb
@@ -87,7 +87,11 @@ func (e *env) planner(t testing.TB, tweak func(*Config)) *Dispatcher {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	d, err := New(js, e.openStore(t, js), ix, cfg)
+	fu, err := store.OpenFollowUps(context.Background(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(js, e.openStore(t, js), fu, ix, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +99,7 @@ func (e *env) planner(t testing.TB, tweak func(*Config)) *Dispatcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Stop)
-	testkit.Eventually(t, 10*time.Minute, d.Ready, "the dispatcher did not become ready")
+	testkit.Eventually(t, 10*time.Minute, d.Ready, "the engine did not become ready")
 	return d
 }
 
@@ -224,8 +228,8 @@ func TestTwoPlannersDispatchEveryOccurrenceOnce(t *testing.T) {
 	b := e.planner(t, nil)
 	for m := 1; m <= perJob; m++ {
 		e.clock.Set(t0.Add(time.Duration(m) * time.Minute))
-		a.wake()
-		b.wake()
+		a.Wake()
+		b.Wake()
 		e.waitCount(t, m*jobs)
 	}
 	checkOnce(t, e.executions(t), jobs, perJob)
@@ -239,22 +243,31 @@ func TestPlannerDyingBetweenPublishAndCommitCausesNoDuplicate(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.addJob(t, "j", minuteJob(t0.Add(time.Minute), 3))
-	var abandoned atomic.Bool
+	// a loses Redis the moment JetStream has stored the execution: its
+	// commit fails, as a planner dying then would leave it.
+	rdb, o := e.flakyRedis(t)
+	e.plannerRDB = rdb
+	stored := make(chan struct{}, 1)
 	a := e.planner(t, func(c *Config) {
-		c.Lease = 2 * time.Second
+		c.Lease = 6 * time.Second
+		c.Observer = observerFunc(func(events.Dispatched) {
+			o.down.Store(true)
+			stored <- struct{}{}
+		})
 	})
-	a.beforeCommit = func(timer.Claim) bool {
-		abandoned.Store(true)
-		return false // never commit: a is about to die
-	}
+	e.plannerRDB = nil
 	e.clock.Set(t0.Add(time.Minute))
-	a.wake()
-	e.waitCount(t, 1)
-	testkit.Eventually(t, 10*time.Second, abandoned.Load, "the commit was not reached")
+	a.Wake()
+	select {
+	case <-stored:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the execution was not stored")
+	}
 	a.Stop() // dies with occurrence 1 published but not committed
+	e.waitCount(t, 1)
 
-	b := e.planner(t, func(c *Config) { c.Lease = 2 * time.Second })
-	e.clock.Advance(3 * time.Second) // the lease expires: b takes the occurrence over
+	b := e.planner(t, func(c *Config) { c.Lease = 6 * time.Second })
+	e.clock.Advance(7 * time.Second) // the lease expires: b takes the occurrence over
 	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		entry, ok, _ := ix.Get(context.Background(), collection.Job("j").KVKey(), "")
@@ -265,11 +278,16 @@ func TestPlannerDyingBetweenPublishAndCommitCausesNoDuplicate(t *testing.T) {
 	}
 	for m := 2; m <= 3; m++ {
 		e.clock.Set(t0.Add(time.Duration(m) * time.Minute))
-		b.wake()
+		b.Wake()
 		e.waitCount(t, m)
 	}
 	checkOnce(t, e.executions(t), 1, 3)
 }
+
+// observerFunc is an Observer of one function.
+type observerFunc func(events.Dispatched)
+
+func (f observerFunc) Dispatched(d events.Dispatched) { f(d) }
 
 func TestRedisFlushedWhileRunningLosesNoJob(t *testing.T) {
 	t.Parallel()
@@ -280,7 +298,7 @@ func TestRedisFlushedWhileRunningLosesNoJob(t *testing.T) {
 	}
 	d := e.planner(t, func(c *Config) { c.Lease = time.Second })
 	e.clock.Set(t0.Add(time.Minute))
-	d.wake()
+	d.Wake()
 	e.waitCount(t, jobs)
 
 	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
@@ -290,7 +308,7 @@ func TestRedisFlushedWhileRunningLosesNoJob(t *testing.T) {
 		return n == jobs
 	}, "the timer was not rebuilt")
 	e.clock.Set(t0.Add(2 * time.Minute))
-	d.wake()
+	d.Wake()
 	e.waitCount(t, 2*jobs)
 	checkOnce(t, e.executions(t), jobs, 2)
 }
@@ -309,7 +327,7 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 	t.Run("a new job without a start time runs at once", func(t *testing.T) {
 		e.addJob(t, "now", `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`)
 		e.clock.Advance(time.Second) // past the settle delay
-		d.wake()
+		d.Wake()
 		e.waitCount(t, 1)
 		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("now"); return !ok }, "a one-time job stays scheduled")
 	})
@@ -338,7 +356,7 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.RunNow(ctx, j); err != nil {
+		if err := d.followUps.RunNow(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 		e.waitCount(t, before+1)
@@ -355,7 +373,7 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 		before := e.count(t)
 		p, _ := pending("daily")
 		e.clock.Set(p.Expected.Add(2 * time.Second)) // past the lookup cache
-		d.wake()
+		d.Wake()
 		testkit.Eventually(t, 5*time.Second, func() bool { q, ok := pending("daily"); return ok && q.Occurrence > p.Occurrence },
 			"the suspended occurrence was not skipped")
 		if n := e.count(t); n != before {
@@ -385,11 +403,11 @@ func TestScheduledReportsTheTimersEntry(t *testing.T) {
 		remaining int64
 	}{{"counted", 2}, {"endless", -1}} {
 		testkit.Eventually(t, 5*time.Second, func() bool {
-			at, remaining, ok, err := d.Scheduled(ctx, collection.Job(tt.job))
+			at, remaining, ok, err := d.inspector.Scheduled(ctx, collection.Job(tt.job))
 			return err == nil && ok && at.Equal(start) && remaining == tt.remaining
 		}, "%s is not reported scheduled at %s with %d to follow", tt.job, start, tt.remaining)
 	}
-	if _, _, ok, err := d.Scheduled(ctx, collection.Job("absent")); ok || err != nil {
+	if _, _, ok, err := d.inspector.Scheduled(ctx, collection.Job("absent")); ok || err != nil {
 		t.Errorf("a job the timer does not hold: ok %v, err %v", ok, err)
 	}
 }

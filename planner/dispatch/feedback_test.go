@@ -75,7 +75,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 
 	t.Run("the first occurrence has a retry left and an occurrence after it", func(t *testing.T) {
 		e.clock.Set(t0.Add(time.Minute))
-		d.wake()
+		d.Wake()
 		e.waitCount(t, 1)
 		x, traceparent := e.lastExecution(t)
 		if x.Occurrence != 1 || x.LastAttempt || x.LastOccurrence || x.Revision != j.Revision {
@@ -91,7 +91,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 	})
 	t.Run("the last occurrence says so, and so does its retry", func(t *testing.T) {
 		e.clock.Set(t0.Add(2 * time.Minute))
-		d.wake()
+		d.Wake()
 		e.waitCount(t, 2)
 		x, _ := e.lastExecution(t)
 		if x.Occurrence != 2 || x.LastAttempt || !x.LastOccurrence {
@@ -104,7 +104,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clock.Set(retry.Due)
-		d.wake()
+		d.Wake()
 		e.waitCount(t, 3)
 		if x, _ := e.lastExecution(t); x.Attempt != 1 || !x.LastAttempt || !x.LastOccurrence || !x.ExpectedTime.Equal(retry.Expected) {
 			t.Errorf("the retry %+v", x)
@@ -116,7 +116,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 		if err := ix.Schedule(ctx, errorEntry); err != nil {
 			t.Fatal(err)
 		}
-		d.wake()
+		d.Wake()
 		e.waitCount(t, 4)
 		x, _ := e.lastExecution(t)
 		if x.ActionName != contracts.ErrorAction || !x.LastAttempt || !strings.HasSuffix(x.OccurrenceKey, "/ErrorAction/0") {
@@ -135,7 +135,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 		}
 	})
 	t.Run("a run outside the schedule has no occurrence number and its own id", func(t *testing.T) {
-		if err := d.RunNow(ctx, j); err != nil {
+		if err := d.followUps.RunNow(ctx, j); err != nil {
 			t.Fatal(err)
 		}
 		e.waitCount(t, 5)
@@ -207,7 +207,12 @@ func TestEndedJobsAreDeletedAfterTheirRetention(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	hist := &fakeHistory{}
-	e.planner(t, func(c *Config) { c.History = hist; c.EndedRetention = 60 * 24 * time.Hour; c.Lease = time.Second })
+	e.planner(t, func(c *Config) {
+		c.History = hist
+		c.EndedRetention = 60 * 24 * time.Hour
+		c.Lease = time.Second
+		c.RetentionEvery = 20 * time.Millisecond
+	})
 	ended := e.addJob(t, "ended", minuteJob(t0.Add(time.Hour), 0))
 	ended.Properties.State = contracts.JobStateCompleted
 	at := t0

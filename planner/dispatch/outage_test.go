@@ -71,7 +71,7 @@ func TestAJobWrittenWhileRedisFailsIsScheduledWhenItAnswers(t *testing.T) {
 	d := e.planner(t, func(c *Config) { c.Lease = time.Second })
 	o.down.Store(true)
 	e.addJob(t, "written-during-the-outage", minuteJob(t0.Add(time.Minute), 0))
-	testkit.Eventually(t, 10*time.Second, d.stale.Load, "the failed change was not noted")
+	testkit.Eventually(t, 10*time.Second, d.follower.stale.Load, "the failed change was not noted")
 	o.down.Store(false)
 
 	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
@@ -80,7 +80,7 @@ func TestAJobWrittenWhileRedisFailsIsScheduledWhenItAnswers(t *testing.T) {
 		return n == 1
 	}, "the job did not reach the timer once Redis answered")
 	e.clock.Set(t0.Add(time.Minute))
-	d.wake()
+	d.Wake()
 	e.waitCount(t, 1)
 }
 

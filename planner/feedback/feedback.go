@@ -17,19 +17,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/events"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner/dispatch"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
-// Jobs is what the consumer needs of the dispatcher.
+// Jobs is what the consumer needs of the planner's view of the jobs.
 type Jobs interface {
 	// Job returns the job stored under the key; false when it does not
 	// exist.
 	Job(ctx context.Context, key string) (store.Job, bool, error)
-	// Wake makes the dispatcher look at the timer at once.
-	Wake()
+}
+
+// FollowUps is what the consumer needs of the keeper of follow-ups.
+type FollowUps interface {
+	// Settle makes the follow-ups bucket hold next in the slot of result
+	// r, or nothing when next is nil; before next is put in the timer.
+	Settle(ctx context.Context, r contracts.Result, next *timer.Entry) error
 }
 
 // Config configures a Consumer.
@@ -52,10 +58,9 @@ type Config struct {
 // Observer learns what the feedback loop did. Its methods are called from
 // several goroutines at once, so they must be safe for that, and quick.
 type Observer interface {
-	// Recorded is called once for each result counted for the first time;
-	// next is the attempt that follows it (a retry or the error action),
-	// nil when none does.
-	Recorded(r contracts.Result, next *timer.Entry)
+	// Recorded is called once for each result counted for the first time,
+	// with what follows it.
+	Recorded(r events.Recorded)
 	// Ended is called for each job that ended, in state Completed or
 	// Faulted.
 	Ended(state contracts.JobState)
@@ -76,10 +81,12 @@ func (c Config) withDefaults() Config {
 // Consumer processes result events from the planners' durable consumer.
 // Any number of planners share it.
 type Consumer struct {
-	jobs  Jobs
-	store *store.Store
-	ix    *timer.Index
-	cfg   Config
+	jobs      Jobs
+	followUps FollowUps
+	wake      func()
+	store     *store.Store
+	ix        *timer.Index
+	cfg       Config
 
 	consume  jetstream.ConsumeContext
 	incoming chan jetstream.Msg
@@ -89,8 +96,9 @@ type Consumer struct {
 }
 
 // Start creates the RESULTS stream and its consumers when no other role
-// did yet, and starts processing results.
-func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, st *store.Store, ix *timer.Index, cfg Config) (*Consumer, error) {
+// did yet, and starts processing results. wake makes the dispatcher look
+// at the timer at once, for a follow-up due now.
+func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, followUps FollowUps, wake func(), st *store.Store, ix *timer.Index, cfg Config) (*Consumer, error) {
 	cfg = cfg.withDefaults()
 	results, err := streams.EnsureResults(ctx, js, cfg.Replicas)
 	if err != nil {
@@ -100,7 +108,7 @@ func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, st *store.Sto
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.PlannerConsumer, err)
 	}
-	c := &Consumer{jobs: jobs, store: st, ix: ix, cfg: cfg, incoming: make(chan jetstream.Msg, cfg.Batch), done: make(chan struct{})}
+	c := &Consumer{jobs: jobs, followUps: followUps, wake: wake, store: st, ix: ix, cfg: cfg, incoming: make(chan jetstream.Msg, cfg.Batch), done: make(chan struct{})}
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	c.consume, err = cons.Consume(func(m jetstream.Msg) { c.incoming <- m }, jetstream.PullMaxMessages(2*cfg.Batch),
@@ -153,21 +161,24 @@ func (c *Consumer) loop(ctx context.Context) {
 
 // pending is a result being processed.
 type pending struct {
-	msg    jetstream.Msg
-	result contracts.Result
-	job    store.Job
+	msg      jetstream.Msg
+	result   contracts.Result
+	job      store.Job
+	decision contracts.Decision
+	next     *timer.Entry
 }
 
-// process records a batch of results in Redis, ends the jobs whose last
-// occurrence ended, and acknowledges each result once done with it. A
-// result whose processing failed is delivered again a moment later:
-// recording it twice is harmless.
+// process records a batch of results: it keeps what follows each in the
+// follow-ups bucket, records the results in Redis (counters, the follow-up
+// in the timer), ends the jobs whose last occurrence ended, and
+// acknowledges each result once done with it. A result whose processing
+// failed is delivered again a moment later: processing it twice is
+// harmless.
 func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 	now := c.cfg.Now()
 	var (
-		work    []pending
-		records []timer.Record
-		wake    bool
+		work []pending
+		wake bool
 	)
 	for _, m := range batch {
 		r, err := contracts.ParseResultEvent(m.Data())
@@ -186,19 +197,25 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 			_ = m.Ack() // the job was deleted: nothing to count or follow up
 			continue
 		}
-		next := FollowUp(r, j, now)
+		d := contracts.Decide(r, j.Properties.Action)
+		next := FollowUp(r, d, j, now)
 		if next != nil && !next.Due.After(now) {
 			wake = true
 		}
-		executions, failures, faulted := r.Counts()
-		records = append(records, timer.Record{
-			JobKey: r.Job.KVKey(), AttemptID: r.OccurrenceID,
-			Executions: executions, Failures: failures, Faulted: faulted, Started: r.StartTime,
-			Occurrence: r.Occurrence, OccurrenceTime: r.ExpectedTime, Next: next,
-		})
-		work = append(work, pending{msg: m, result: r, job: j})
+		work = append(work, pending{msg: m, result: r, job: j, decision: d, next: next})
 	}
-	if len(records) > 0 {
+	work = c.settle(ctx, work)
+	if len(work) > 0 {
+		records := make([]timer.Record, len(work))
+		for i, p := range work {
+			r := p.result
+			executions, failures, faulted := r.Counts()
+			records[i] = timer.Record{
+				JobKey: r.Job.KVKey(), AttemptID: r.OccurrenceID,
+				Executions: executions, Failures: failures, Faulted: faulted, Started: r.StartTime,
+				Occurrence: r.Occurrence, OccurrenceTime: r.ExpectedTime, Next: p.next,
+			}
+		}
 		recorded, err := c.ix.RecordAll(ctx, records)
 		if err != nil {
 			c.cfg.Logger.Warn("recording results", slog.Int("results", len(records)), slog.String("error", err.Error()))
@@ -210,13 +227,13 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 		if c.cfg.Observer != nil {
 			for i, first := range recorded {
 				if first {
-					c.cfg.Observer.Recorded(work[i].result, records[i].Next)
+					c.cfg.Observer.Recorded(events.Recorded{Result: work[i].result, Decision: work[i].decision})
 				}
 			}
 		}
 	}
-	if wake {
-		c.jobs.Wake()
+	if wake && c.wake != nil {
+		c.wake()
 	}
 	errs := c.end(ctx, work, now)
 	for i, p := range work {
@@ -229,16 +246,40 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 	}
 }
 
-// FollowUp returns the attempt that follows a result of job j, processed at
-// now: a retry of a failed attempt that has retries left, due its retry
-// interval from now; or, when the main action failed its last attempt, the
-// error action, due at once. Nil when nothing follows. Times are the
-// planner's, whatever the worker's clock says.
-func FollowUp(r contracts.Result, j store.Job, now time.Time) *timer.Entry {
-	main := j.Properties.Action
-	if r.Outcome == contracts.Succeeded || main == nil {
-		return nil
+// settle keeps what follows each result in the follow-ups bucket, several
+// at a time, before the timer learns of it: a retry, error action or run
+// written only to Redis would be lost with Redis. It returns the results it
+// settled; the others are delivered again a moment later.
+func (c *Consumer) settle(ctx context.Context, work []pending) []pending {
+	errs := make([]error, len(work))
+	slots := make(chan struct{}, endParallelism)
+	var wg sync.WaitGroup
+	for i, p := range work {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			errs[i] = c.followUps.Settle(ctx, p.result, p.next)
+		}()
 	}
+	wg.Wait()
+	settled := work[:0:0]
+	for i, p := range work {
+		if errs[i] != nil {
+			c.cfg.Logger.Warn("keeping a follow-up", slog.String("job", p.result.Job.Key()), slog.String("error", errs[i].Error()))
+			_ = p.msg.NakWithDelay(time.Second)
+			continue
+		}
+		settled = append(settled, p)
+	}
+	return settled
+}
+
+// FollowUp returns the timer entry of the attempt that d (the decision on
+// result r of job j, processed at now) says follows: a retry due its retry
+// interval from now, or the error action due at once; nil when nothing
+// follows. Times are the planner's, whatever the worker's clock says.
+func FollowUp(r contracts.Result, d contracts.Decision, j store.Job, now time.Time) *timer.Entry {
 	next := timer.Entry{
 		JobKey: r.Job.KVKey(), Slot: dispatch.FollowUpSlot(r.Occurrence, r.ExpectedTime),
 		Expected: r.ExpectedTime, Occurrence: r.Occurrence, Action: r.ActionName, Remaining: -1, Revision: j.Revision,
@@ -246,11 +287,10 @@ func FollowUp(r contracts.Result, j store.Job, now time.Time) *timer.Entry {
 	if r.LastOccurrence {
 		next.Remaining = 0
 	}
-	switch {
-	case !r.LastAttempt:
-		_, interval := contracts.EffectiveRetry(main.RetryPolicyOf(r.ActionName))
-		next.Attempt, next.Due = r.Attempt+1, now.Add(interval)
-	case r.ActionName == contracts.MainAction && main.ErrorAction != nil:
+	switch d.Next {
+	case contracts.RetrySameAction:
+		next.Attempt, next.Due = r.Attempt+1, now.Add(d.Delay)
+	case contracts.RunErrorAction:
 		next.Action, next.Attempt, next.Due = contracts.ErrorAction, 0, now
 	default:
 		return nil
@@ -274,10 +314,9 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 		keys   []string
 	)
 	for i, p := range work {
-		r, main := p.result, p.job.Properties.Action
-		if r.LastOccurrence && r.Ends(main != nil && main.ErrorAction != nil) {
+		if p.decision.EndState != "" {
 			ending = append(ending, i)
-			keys = append(keys, r.Job.KVKey())
+			keys = append(keys, p.result.Job.KVKey())
 		}
 	}
 	if len(ending) == 0 {
@@ -300,10 +339,7 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 		if e := entries[n]; scheduled[n] && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
 			continue
 		}
-		state := contracts.JobStateFaulted
-		if r.ActionName == contracts.MainAction && r.Outcome == contracts.Succeeded {
-			state = contracts.JobStateCompleted
-		}
+		state := work[i].decision.EndState
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +77,8 @@ func TestFollowUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			next := FollowUp(tt.result, jobOf(t, tt.job), now)
+			j := jobOf(t, tt.job)
+			next := FollowUp(tt.result, contracts.Decide(tt.result, j.Properties.Action), j, now)
 			if (next != nil) != tt.want {
 				t.Fatalf("follow-up %+v, want one: %v", next, tt.want)
 			}
@@ -93,7 +95,8 @@ func TestFollowUp(t *testing.T) {
 		t.Parallel()
 		r := failedResult(contracts.MainAction, 0, false)
 		r.LastOccurrence = true
-		if next := FollowUp(r, jobOf(t, mainOnly), now); next == nil || next.Remaining != 0 {
+		j := jobOf(t, mainOnly)
+		if next := FollowUp(r, contracts.Decide(r, j.Properties.Action), j, now); next == nil || next.Remaining != 0 {
 			t.Fatalf("follow-up %+v, want Remaining 0", next)
 		}
 	})
@@ -110,12 +113,42 @@ func (s storeJobs) Job(ctx context.Context, key string) (store.Job, bool, error)
 	return j, err == nil, err
 }
 
-func (storeJobs) Wake() {}
+// keptFollowUps records what the consumer settles, and fails while told
+// to.
+type keptFollowUps struct {
+	mu      sync.Mutex
+	failing bool
+	kept    map[string]*timer.Entry // by result occurrence id
+}
+
+func (k *keptFollowUps) Settle(_ context.Context, r contracts.Result, next *timer.Entry) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failing {
+		return errors.New("the follow-ups bucket is unavailable (test)")
+	}
+	k.kept[r.OccurrenceID] = next
+	return nil
+}
+
+func (k *keptFollowUps) setFailing(failing bool) {
+	k.mu.Lock()
+	k.failing = failing
+	k.mu.Unlock()
+}
+
+func (k *keptFollowUps) of(id string) (*timer.Entry, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	next, ok := k.kept[id]
+	return next, ok
+}
 
 type env struct {
-	js    jetstream.JetStream
-	store *store.Store
-	ix    *timer.Index
+	js        jetstream.JetStream
+	store     *store.Store
+	ix        *timer.Index
+	followUps *keptFollowUps
 }
 
 func setup(t *testing.T) *env {
@@ -134,12 +167,13 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Start(t.Context(), js, storeJobs{st}, st, ix, Config{Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	fu := &keptFollowUps{kept: map[string]*timer.Entry{}}
+	c, err := Start(t.Context(), js, storeJobs{st}, fu, nil, st, ix, Config{Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	return &env{js: js, store: st, ix: ix}
+	return &env{js: js, store: st, ix: ix, followUps: fu}
 }
 
 func (e *env) publish(t *testing.T, r contracts.Result) {
@@ -226,4 +260,40 @@ func TestAJobWithAnotherOccurrenceOrDisabledDoesNotEnd(t *testing.T) {
 			t.Errorf("%s ended: %s", ref.Job, got.Properties.State)
 		}
 	}
+}
+
+// What follows a failed attempt is kept in the follow-ups bucket before the
+// timer learns of it: while the bucket cannot be written, the result is
+// neither counted nor followed up, and it is once the bucket answers.
+func TestAFollowUpIsKeptBeforeTheTimerHasIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	j, err := e.store.CreateJob(t.Context(), jobOf(t, `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := lastResult(j, contracts.Failed)
+	r.LastAttempt = false // a retry follows
+	e.followUps.setFailing(true)
+	e.publish(t, r)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumRedelivered > 0
+	}, "the result was not handed back while the follow-up could not be kept")
+	if _, found, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()}); err != nil || found[0] {
+		t.Fatalf("the result was counted before its follow-up was kept (%v)", err)
+	}
+	e.followUps.setFailing(false)
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		next, ok := e.followUps.of(r.OccurrenceID)
+		return ok && next != nil && next.Attempt == 1
+	}, "the retry was not kept")
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		e2, ok, err := e.ix.Get(t.Context(), j.Ref.KVKey(), "r1")
+		return err == nil && ok && e2.Attempt == 1
+	}, "the retry is not in the timer")
 }

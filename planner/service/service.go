@@ -72,6 +72,9 @@ type Config struct {
 	// MaxIdle is the longest the dispatcher waits between looks at the
 	// timer. Defaults to 1s.
 	MaxIdle time.Duration
+	// PublishTimeout is how long the dispatcher waits for JetStream to
+	// store an execution before it publishes it again. Defaults to 5s.
+	PublishTimeout time.Duration
 	// Metrics receives the planner's metrics, served on /metrics beside
 	// the API. Defaults to a registry of the planner's own.
 	Metrics *metrics.Registry
@@ -130,15 +133,15 @@ func Loopback(addr string) bool {
 
 // Service is a running planner.
 type Service struct {
-	cfg        Config
-	nc         *nats.Conn
-	rdb        redis.UniversalClient
-	dispatcher *dispatch.Dispatcher
-	feedback   *feedback.Consumer
-	intake     *intake.Intake
-	http       *health.Server
-	tracer     *tracing.Tracer
-	stopOnce   sync.Once
+	cfg      Config
+	nc       *nats.Conn
+	rdb      redis.UniversalClient
+	engine   *dispatch.Engine
+	feedback *feedback.Consumer
+	intake   *intake.Intake
+	http     *health.Server
+	tracer   *tracing.Tracer
+	stopOnce sync.Once
 }
 
 // Start connects, opens and starts everything, and serves the API.
@@ -192,22 +195,27 @@ func (s *Service) start(ctx context.Context) error {
 	if s.tracer != nil {
 		observers = append(observers, s.tracer)
 	}
-	s.dispatcher, err = dispatch.New(js, st, ix, dispatch.Config{
+	followUps, err := store.OpenFollowUps(ctx, js, cfg.Replicas)
+	if err != nil {
+		return err
+	}
+	dc := dispatch.Config{
 		Lease: cfg.Lease, Replicas: cfg.Replicas, Sealer: sealer, Logger: cfg.Logger,
 		ActionTimeout: cfg.ActionTimeout, EndedRetention: cfg.EndedRetention, History: hist,
-		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, Now: cfg.Now, Observer: observers,
-	})
+		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, PublishTimeout: cfg.PublishTimeout, Now: cfg.Now, Observer: observers,
+	}
+	if s.engine, err = dispatch.New(js, st, followUps, ix, dc); err != nil {
+		return err
+	}
+	if err := s.engine.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	s.feedback, err = feedback.Start(ctx, js, s.engine.Jobs(), s.engine.FollowUps(), s.engine.Wake, st, ix,
+		feedback.Config{Replicas: cfg.Replicas, Now: cfg.Now, Logger: cfg.Logger, Observer: observe})
 	if err != nil {
 		return err
 	}
-	if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	s.feedback, err = feedback.Start(ctx, js, s.dispatcher, st, ix, feedback.Config{Replicas: cfg.Replicas, Now: cfg.Now, Logger: cfg.Logger, Observer: observe})
-	if err != nil {
-		return err
-	}
-	server := api.New(st, s.dispatcher, api.Config{Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger})
+	server := api.New(st, s.engine.Scheduling(), api.Config{Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger})
 	s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger})
 	if err != nil {
 		return err
@@ -255,10 +263,7 @@ func (s *Service) ready(ctx context.Context) []string {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		problems = append(problems, "Redis: "+err.Error())
 	}
-	if !s.dispatcher.Ready() {
-		problems = append(problems, "scheduling the stored jobs")
-	}
-	return problems
+	return append(problems, s.engine.Problems()...)
 }
 
 // Addr returns the address the API listens on.
@@ -271,10 +276,10 @@ func (s *Service) Addr() string {
 
 // Wake makes the dispatcher look at the timer at once, as when the clock
 // jumped.
-func (s *Service) Wake() { s.dispatcher.Wake() }
+func (s *Service) Wake() { s.engine.Wake() }
 
 // Ready reports whether every stored job has been scheduled.
-func (s *Service) Ready() bool { return s.dispatcher != nil && s.dispatcher.Ready() }
+func (s *Service) Ready() bool { return s.engine != nil && s.engine.Ready() }
 
 // Stop stops serving (letting requests finish until ctx ends), stops the
 // dispatcher and closes the connections. It is idempotent.
@@ -287,8 +292,8 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.feedback != nil {
 			s.feedback.Stop()
 		}
-		if s.dispatcher != nil {
-			s.dispatcher.Stop()
+		if s.engine != nil {
+			s.engine.Stop()
 		}
 		s.tracer.Shutdown(ctx)
 		if s.rdb != nil {

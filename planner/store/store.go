@@ -81,7 +81,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("opening the job store: %w", err)
 	}
-	kv, err := bindOrCreate(ctx, js, cfg)
+	kv, err := bindOrCreate(ctx, js, cfg, "Job collections and jobs: the scheduler's source of truth")
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: KV bucket %s: %w", cfg.Bucket, err)
 	}
@@ -91,14 +91,14 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 // bindOrCreate binds an existing bucket without changing its configuration,
 // so that a process started with other settings does not reconfigure a
 // bucket the others share.
-func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.KeyValue, error) {
+func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg Config, description string) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}
 	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
-		Description: "Job collections and jobs: the scheduler's source of truth",
+		Description: description,
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
