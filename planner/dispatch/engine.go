@@ -130,9 +130,12 @@ func (c Config) validate() error {
 // of the lease is not shorter.
 const DefaultPublishTimeout = 5 * time.Second
 
-// maintenanceEvery is how often the Reclaimer and the Rebuilder look: a
-// quarter of the lease, at least every 250ms.
-func maintenanceEvery(lease time.Duration) time.Duration { return max(lease/4, 250*time.Millisecond) }
+// maintenanceEvery is how often the Reclaimer and the Rebuilder look: an
+// eighth of the lease, between 100ms and 1s, so that the claims of a planner
+// that died are dispatched again at most a second after their lease ends.
+func maintenanceEvery(lease time.Duration) time.Duration {
+	return min(max(lease/8, 100*time.Millisecond), time.Second)
+}
 
 // DuplicateWindow is the EXEC stream's duplicate window for a lease: longer
 // than the lease, so a planner that takes over an expired claim and

@@ -40,7 +40,7 @@ func newRebuilder(ix *timer.Index, f *Follower, fu *FollowUps, cfg Config, wake 
 // Rebuilding reports whether the timer is being rebuilt.
 func (r *Rebuilder) Rebuilding() bool { return r.rebuilding.Load() }
 
-// Start starts looking at the timer's marker, a quarter of a lease apart
+// Start starts looking at the timer's marker, every maintenanceEvery
 // and whenever kicked.
 func (r *Rebuilder) Start(ctx context.Context) error {
 	return r.Loop.Start(ctx, func(ctx context.Context) {

@@ -22,7 +22,7 @@ func newReclaimer(ix *timer.Index, cfg Config, wake func()) *Reclaimer {
 	return &Reclaimer{ix: ix, cfg: cfg, wake: wake}
 }
 
-// Start starts looking for expired leases, a quarter of a lease apart.
+// Start starts looking for expired leases, every maintenanceEvery.
 func (r *Reclaimer) Start(ctx context.Context) error {
 	return r.Loop.Start(ctx, func(ctx context.Context) {
 		startstop.Every(ctx, maintenanceEvery(r.cfg.Lease), r.reclaim)
