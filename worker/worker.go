@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/actions"
@@ -31,21 +30,25 @@ type Config struct {
 	// Sealer opens the secrets the planner sealed in the execution
 	// messages; it must hold the planners' key. Required.
 	Sealer *seal.Sealer
-	// Concurrency is the most actions performed at the same time. Defaults
-	// to 128.
+	// Concurrency is the most actions performed at the same time; the
+	// worker never holds more executions than that, pulled or performed.
+	// Defaults to 128.
 	Concurrency int
 	// AckWait is how long an execution may stay unacknowledged before
 	// JetStream delivers it again; longer than the action deadline, and
-	// extended while an action runs. Every worker must use the same.
-	// Defaults to 90s.
+	// extended while an action runs. Every worker must use the same. A
+	// delivery is started only while more than a guard (a fifth of
+	// AckWait, at most 5s) is left of AckWait since the pull request that
+	// fetched it; an older one is skipped (see fresh). Defaults to 90s.
 	AckWait time.Duration
 	// MaxDeliveries is how often an execution may be delivered: one
 	// delivered more often (it crashed or stalled the workers that took it)
 	// is reported failed without being performed again. Defaults to 5.
 	MaxDeliveries int
-	// DrainTimeout is how long Stop lets the actions in flight finish
-	// before it cancels them and hands their executions back. Defaults to
-	// 30s.
+	// DrainTimeout is how long Stop lets the actions in flight finish and
+	// publish their results before it cancels them and hands their
+	// executions back; Stop returns soon after it, whether or not NATS
+	// answers. Defaults to 30s.
 	DrainTimeout time.Duration
 	// Name identifies the worker in the results it publishes. Defaults to
 	// the host name and the process id.
@@ -60,10 +63,17 @@ type Config struct {
 	// each action. Defaults to none: the action is sent a child of the
 	// execution's trace context, and nothing is exported.
 	Tracer Tracer
-	// Now returns the current time. Defaults to time.Now.
+	// Now returns the current time, written in the results. Defaults to
+	// time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	// clock measures how long ago a pull request was sent, to tell a stale
+	// delivery (see fresh); unlike Now it is never faked by the tests of
+	// other packages. Defaults to time.Now, whose readings carry the
+	// monotonic clock.
+	clock func() time.Time
 }
 
 // Observer learns what the worker does. Its methods are called from many
@@ -75,7 +85,22 @@ type Observer interface {
 	// nil when the execution was handed back or its result could not be
 	// stored (it is delivered again).
 	Finished(r *contracts.Result)
+	// Skipped is called for a delivery the worker left alone, neither
+	// performed nor acknowledged nor handed back; reason is SkipStale or
+	// SkipDuplicate.
+	Skipped(reason string)
 }
+
+// Why a delivery was skipped.
+const (
+	// SkipStale is a delivery whose ack wait may have run out before the
+	// worker could start it: JetStream may have delivered it to another
+	// worker already.
+	SkipStale = "stale"
+	// SkipDuplicate is a second delivery of an attempt this worker is
+	// performing already.
+	SkipDuplicate = "duplicate"
+)
 
 // Tracer traces the attempts a worker performs.
 type Tracer interface {
@@ -98,6 +123,9 @@ func (c Config) withDefaults() Config {
 	c.Replicas = max(c.Replicas, 1)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.clock == nil {
+		c.clock = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -132,11 +160,17 @@ type Worker struct {
 	js  jetstream.JetStream
 	cfg Config
 
-	consume  jetstream.ConsumeContext
+	// slots holds one token per execution this worker holds: asked for in
+	// a pull request, or being performed. It never holds more than
+	// Concurrency, so that nothing delivered waits for a free slot.
 	slots    chan struct{}
+	flights  flights
 	inFlight sync.WaitGroup
-	// work is the context of the actions; Stop cancels it after the drain
-	// timeout.
+	// stopPull ends the pull loop; pulled is closed once it has ended.
+	stopPull context.CancelFunc
+	pulled   chan struct{}
+	// work is the context of the actions and of the result publishing;
+	// Stop cancels it at the drain timeout.
 	work     context.Context
 	cancel   context.CancelFunc
 	stopping atomic.Bool
@@ -146,16 +180,31 @@ type Worker struct {
 // Start creates the execution consumer (and the EXEC and RESULTS streams
 // when no planner created them yet) and starts performing executions.
 func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	exec, err := streams.ExecStream(ctx, js, cfg.Replicas)
+	w, cons, err := open(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
+	var pullCtx context.Context
+	pullCtx, w.stopPull = context.WithCancel(context.WithoutCancel(ctx))
+	w.pulled = make(chan struct{})
+	go w.pull(pullCtx, cons)
+	w.cfg.Logger.Info("worker started", slog.String("worker", w.cfg.Name), slog.Int("concurrency", w.cfg.Concurrency))
+	return w, nil
+}
+
+// open returns a worker that does not pull yet, and the consumer to pull
+// from.
+func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jetstream.Consumer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, nil, err
+	}
+	exec, err := streams.ExecStream(ctx, js, cfg.Replicas)
+	if err != nil {
+		return nil, nil, err
+	}
 	if _, err := streams.EnsureResults(ctx, js, cfg.Replicas); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cons, err := exec.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       contracts.WorkersConsumer,
@@ -167,58 +216,115 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, er
 		FilterSubject: contracts.ExecSubjectPrefix + ">",
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.WorkersConsumer, err)
+		return nil, nil, fmt.Errorf("creating the %s consumer: %w", contracts.WorkersConsumer, err)
 	}
-	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency)}
+	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), flights: flights{byID: map[string]*flight{}},
+		stopPull: func() {}, pulled: make(chan struct{})}
+	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	w.consume, err = cons.Consume(w.take, jetstream.PullMaxMessages(cfg.Concurrency),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				cfg.Logger.Warn("consuming executions", slog.String("error", err.Error()))
-			}
-		}))
-	if err != nil {
-		w.cancel()
-		return nil, fmt.Errorf("consuming executions: %w", err)
-	}
-	cfg.Logger.Info("worker started", slog.String("worker", cfg.Name), slog.Int("concurrency", cfg.Concurrency))
-	return w, nil
+	return w, cons, nil
 }
 
-// take starts performing an execution as soon as a slot is free. Once the
-// worker is stopping, what it still receives is handed back at once.
-func (w *Worker) take(m jetstream.Msg) {
-	if w.stopping.Load() {
-		_ = m.Nak()
-		return
-	}
-	w.slots <- struct{}{}
+// receive starts on a message delivered in answer to a pull request sent
+// at pulledAt. The caller holds a slot for it, which is given back once
+// the worker is done with the message.
+func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
 	w.inFlight.Add(1)
 	go func() {
 		defer func() {
 			<-w.slots
 			w.inFlight.Done()
 		}()
-		if w.cfg.Observer == nil {
-			w.perform(m)
-			return
-		}
-		w.cfg.Observer.Started()
-		w.cfg.Observer.Finished(w.perform(m))
+		w.handle(m, pulledAt)
 	}()
 }
 
+// handle performs a delivered execution unless the delivery is stale or a
+// copy of an attempt in flight here. Once the worker is stopping, what it
+// still receives is handed back at once.
+func (w *Worker) handle(m jetstream.Msg, pulledAt time.Time) {
+	log := w.cfg.Logger
+	var exec contracts.Execution
+	if err := json.Unmarshal(m.Data(), &exec); err != nil {
+		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+		_ = m.TermWithReason("unreadable execution")
+		return
+	}
+	if err := exec.Validate(); err != nil {
+		log.Error("dropping an invalid execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+		_ = m.TermWithReason("invalid execution")
+		return
+	}
+	// A skipped delivery is neither performed nor acknowledged nor handed
+	// back: a Nak would have it delivered yet again while another worker,
+	// or this one, performs it.
+	if !w.fresh(pulledAt) {
+		log.Warn("skipping an execution whose ack wait may have run out: another worker may have it",
+			slog.String("occurrence", exec.OccurrenceKey), slog.Duration("since_pull", w.cfg.clock().Sub(pulledAt)),
+			slog.Duration("ack_wait", w.cfg.AckWait))
+		w.skipped(SkipStale)
+		return
+	}
+	f, first := w.flights.enter(exec.OccurrenceID, m)
+	if !first {
+		log.Warn("skipping a second delivery of an attempt in flight in this worker", slog.String("occurrence", exec.OccurrenceKey))
+		w.skipped(SkipDuplicate)
+		return
+	}
+	var stored *contracts.Result
+	defer func() { w.flights.leave(exec.OccurrenceID, f, stored != nil) }()
+	if w.stopping.Load() {
+		_ = m.Nak()
+		return
+	}
+	defer w.progress(m)()
+	if w.cfg.Observer == nil {
+		stored = w.perform(m, exec)
+		return
+	}
+	w.cfg.Observer.Started()
+	stored = w.perform(m, exec)
+	w.cfg.Observer.Finished(stored)
+}
+
+func (w *Worker) skipped(reason string) {
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Skipped(reason)
+	}
+}
+
+// progress tells JetStream at once, then every third of AckWait, that m is
+// being worked on, until the returned function is called.
+func (w *Worker) progress(m jetstream.Msg) (stop func()) {
+	_ = m.InProgress()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(w.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Stop stops fetching executions, hands back those fetched but not started,
-// lets the actions in flight finish for up to DrainTimeout (or until ctx
-// ends), then cancels the rest and hands their executions back. It is
-// idempotent.
+// lets the actions in flight finish and publish their results for up to
+// DrainTimeout (or until ctx ends), then cancels the rest and hands their
+// executions back. It returns soon after the drain timeout, whether or not
+// NATS answers. It is idempotent.
 func (w *Worker) Stop(ctx context.Context) {
 	w.stopOnce.Do(func() {
 		w.stopping.Store(true)
-		w.consume.Drain()
+		w.stopPull()
 		finished := make(chan struct{})
 		go func() {
-			<-w.consume.Closed()
+			<-w.pulled
 			w.inFlight.Wait()
 			close(finished)
 		}()
@@ -236,21 +342,10 @@ func (w *Worker) Stop(ctx context.Context) {
 }
 
 // perform runs one execution and acknowledges it once its result is
-// stored, and returns that result. An execution that cannot be read is
-// terminated; one whose action was cancelled by Stop is handed back.
-func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
+// stored, and returns that result. One whose action was cancelled by Stop,
+// or whose result could not be stored, is handed back.
+func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution) *contracts.Result {
 	log := w.cfg.Logger
-	var exec contracts.Execution
-	if err := json.Unmarshal(m.Data(), &exec); err != nil {
-		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
-		_ = m.TermWithReason("unreadable execution")
-		return nil
-	}
-	if err := exec.Validate(); err != nil {
-		log.Error("dropping an invalid execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
-		_ = m.TermWithReason("invalid execution")
-		return nil
-	}
 	delivered := uint64(1)
 	if meta, err := m.Metadata(); err == nil {
 		delivered = meta.NumDelivered
@@ -285,7 +380,7 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 		outcome = actions.Failure("The action could not be read: "+err.Error(), nil)
 	default:
 		actionType = action.Type
-		outcome = w.send(m, exec, action, traceParent)
+		outcome = w.send(exec, action, traceParent)
 		if w.work.Err() != nil {
 			// Stopped while the action ran: another worker performs it.
 			_ = m.Nak()
@@ -300,9 +395,13 @@ func (w *Worker) perform(m jetstream.Msg) *contracts.Result {
 	}
 	result.StatusCode, result.Error, result.Message, result.Response = outcome.StatusCode, outcome.Error, outcome.Message, outcome.Response
 	result.Worker = w.cfg.Name
-	if err := w.publish(result); err != nil {
+	if err := w.publish(w.work, result); err != nil {
 		log.Error("publishing a result", slog.String("occurrence", exec.OccurrenceKey), slog.String("error", err.Error()))
-		_ = m.NakWithDelay(time.Second)
+		if w.work.Err() != nil {
+			_ = m.Nak() // stopped: hand it back at once
+		} else {
+			_ = m.NakWithDelay(time.Second)
+		}
 		return nil
 	}
 	_ = m.Ack()
@@ -323,54 +422,14 @@ func (w *Worker) open(exec contracts.Execution) (*contracts.JobAction, error) {
 	return action, nil
 }
 
-// send performs the action within the execution's deadline, telling
-// JetStream the execution is in progress while it runs.
-func (w *Worker) send(m jetstream.Msg, exec contracts.Execution, action *contracts.JobAction, traceParent string) actions.Outcome {
+// send performs the action within the execution's deadline.
+func (w *Worker) send(exec contracts.Execution, action *contracts.JobAction, traceParent string) actions.Outcome {
 	ctx, cancel := context.WithTimeout(w.work, exec.Timeout.Duration())
 	defer cancel()
-	go func() {
-		t := time.NewTicker(w.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
 	return w.cfg.Sender.Send(ctx, action, actions.Attempt{
 		ID: exec.OccurrenceID, Job: exec.Job, ActionName: exec.ActionName, Expected: exec.ExpectedTime,
 		Number: exec.Attempt, TraceParent: traceParent,
 	})
-}
-
-// publishAttempts bounds how often publishing a result is tried before the
-// execution is handed back.
-const publishAttempts = 5
-
-// publish stores the result event on RESULTS, its id the attempt's
-// occurrence id, so that a result published twice is stored once.
-func (w *Worker) publish(r contracts.Result) error {
-	data, err := json.Marshal(r.Event())
-	if err != nil {
-		return err
-	}
-	msg := nats.NewMsg(contracts.ResultSubjectPrefix + r.Job.Tokens())
-	msg.Data = data
-	var errs []error
-	for i := range publishAttempts {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := w.js.PublishMsg(ctx, msg, jetstream.WithMsgID(r.OccurrenceID))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-		time.Sleep(time.Duration(i+1) * 100 * time.Millisecond) // back off before trying again
-	}
-	return errors.Join(errs...)
 }
 
 // spanID returns a random span id, 16 hex digits.

@@ -35,6 +35,7 @@ type recorder struct {
 	mu       sync.Mutex
 	attempts []actions.Attempt
 	actions  []*contracts.JobAction
+	at       []time.Time // when each attempt started
 	outcome  actions.Outcome
 	block    chan struct{}
 	started  chan struct{}
@@ -49,6 +50,7 @@ func (r *recorder) Send(ctx context.Context, a *contracts.JobAction, at actions.
 	r.mu.Lock()
 	r.attempts = append(r.attempts, at)
 	r.actions = append(r.actions, a)
+	r.at = append(r.at, time.Now())
 	block := r.block
 	r.mu.Unlock()
 	select {
@@ -83,6 +85,47 @@ func (r *recorder) ids() []string {
 	return out
 }
 
+// first returns when the first attempt started.
+func (r *recorder) first() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at[0]
+}
+
+// observer is an Observer that counts what it observes.
+type observer struct {
+	mu       sync.Mutex
+	started  int
+	finished int
+	skipped  map[string]int
+}
+
+func newObserver() *observer { return &observer{skipped: map[string]int{}} }
+
+func (o *observer) Started() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started++
+}
+
+func (o *observer) Finished(*contracts.Result) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.finished++
+}
+
+func (o *observer) Skipped(reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.skipped[reason]++
+}
+
+func (o *observer) skips(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.skipped[reason]
+}
+
 type env struct {
 	ns     *server.Server
 	js     jetstream.JetStream
@@ -114,6 +157,30 @@ func (e *env) worker(t *testing.T, sender actions.Sender, tweak func(*Config)) (
 	}
 	t.Cleanup(func() { w.Stop(context.Background()) })
 	return w, nc
+}
+
+// idle returns a worker that does not pull, with its own connection, and
+// the consumer it would pull from: the test hands it deliveries itself.
+func (e *env) idle(t *testing.T, sender actions.Sender, tweak func(*Config)) (*Worker, jetstream.Consumer) {
+	t.Helper()
+	nc, js := testkit.JetStream(t, e.ns)
+	cfg := Config{Sender: sender, Sealer: e.sealer, Logger: quiet, Name: fmt.Sprintf("w%p", nc)}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	w, cons, err := open(context.Background(), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop(context.Background()) })
+	return w, cons
+}
+
+// hand gives the worker a delivery as its pull loop would, pulled at
+// pulledAt.
+func (w *Worker) hand(m jetstream.Msg, pulledAt time.Time) {
+	w.slots <- struct{}{}
+	w.receive(m, pulledAt)
 }
 
 // execution publishes the execution of attempt n of a Basic-authenticated

@@ -26,6 +26,9 @@ const (
 	maxHeaderText = 4096
 	// maxLocationText bounds the redirect target quoted in an error.
 	maxLocationText = 512
+	// maxReasonText bounds the reason phrase a target sent, which the
+	// message and the error repeat.
+	maxReasonText = 512
 	// drainBytes is how much of a response body past what is kept is read
 	// and discarded, so that the connection can carry the next request.
 	// A longer body closes the connection instead.
@@ -83,13 +86,17 @@ func answered(host string, resp *http.Response, secrets []string) actions.Outcom
 }
 
 // statusText returns the reason phrase of resp's status: the standard one,
-// else the one the target sent, else the number.
+// else the one the target sent (its first maxReasonText bytes, then "…"),
+// else the number.
 func statusText(resp *http.Response) string {
 	if text := http.StatusText(resp.StatusCode); text != "" {
 		return text
 	}
 	code := strconv.Itoa(resp.StatusCode)
 	if text := strings.TrimSpace(strings.TrimPrefix(resp.Status, code)); text != "" {
+		if text, cut := actions.Truncate(text, maxReasonText); cut {
+			return text + "…"
+		}
 		return text
 	}
 	return code

@@ -61,6 +61,7 @@ func TestStatusText(t *testing.T) {
 		{500, "500 Server Error", "Internal Server Error"},
 		{599, "599 Network Timeout", "Network Timeout"},
 		{599, "599", "599"},
+		{599, "599 " + strings.Repeat("x", 1<<20), strings.Repeat("x", maxReasonText) + "…"}, // a target's 1 MB reason
 	} {
 		if got := statusText(&http.Response{StatusCode: tc.code, Status: tc.status}); got != tc.want {
 			t.Errorf("statusText(%q) = %q, want %q", tc.status, got, tc.want)

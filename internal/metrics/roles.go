@@ -141,6 +141,7 @@ type Worker struct {
 	duration   *prometheus.HistogramVec
 	running    prometheus.Gauge
 	handedBack prometheus.Counter
+	skipped    *prometheus.CounterVec
 }
 
 // Worker returns the workers' metrics, registering them the first time.
@@ -164,8 +165,15 @@ func (r *Registry) Worker() *Worker {
 				Namespace: namespace, Name: "executions_handed_back_total",
 				Help: "Executions handed back to JetStream unperformed or without a stored result (a stopping worker, a result not stored); they are delivered again.",
 			}),
+			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: namespace, Name: "executions_skipped_total",
+				Help: "Deliveries left alone, neither performed nor handed back, by reason: stale (their ack wait may have run out, so another worker may have them) or duplicate (a second delivery of an attempt in flight in the same worker).",
+			}, []string{"reason"}),
 		}
-		r.reg.MustRegister(w.executions, w.duration, w.running, w.handedBack)
+		r.reg.MustRegister(w.executions, w.duration, w.running, w.handedBack, w.skipped)
+		for _, reason := range []string{"stale", "duplicate"} {
+			w.skipped.WithLabelValues(reason)
+		}
 		for _, t := range contracts.ActionTypes {
 			for _, outcome := range outcomes {
 				w.executions.WithLabelValues(string(t), "main", outcome)
@@ -195,6 +203,10 @@ func (w *Worker) Finished(r *contracts.Result) {
 	w.executions.WithLabelValues(actionType, actionLabel(r.ActionName), string(r.Outcome)).Inc()
 	w.duration.WithLabelValues(actionType, string(r.Outcome)).Observe(max(r.EndTime.Sub(r.StartTime), 0).Seconds())
 }
+
+// Skipped observes a delivery a worker left alone; reason is "stale" or
+// "duplicate".
+func (w *Worker) Skipped(reason string) { w.skipped.WithLabelValues(reason).Inc() }
 
 // History is the history consumer's metrics.
 type History struct {
