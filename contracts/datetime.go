@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// MaxDateTime is the last instant a date-time of the API can be: the end
+// of the year 9999 in UTC. JSON encodes a time.Time with a four-digit
+// year, and no later instant.
+var MaxDateTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
 // ParseDateTime parses an ISO 8601 date-time as the API accepts it:
 //
 //   - a date alone, 2012-11-04, meaning 00:00 that day;

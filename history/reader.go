@@ -10,22 +10,70 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/transient"
 )
 
 // Reader reads the HISTORY stream. Until the history consumer created the
 // stream, every job's history is empty.
+//
+// A read that meets a transient fault is read again, from the start,
+// within a retry window: in a cluster the first fetch of a consumer just
+// created can find no responders, before its subscription reached the
+// server the reader is connected to, and a stream's leader can be in an
+// election.
 type Reader struct {
 	js jetstream.JetStream
+	// retryWindow bounds how long a read is retried; a context deadline
+	// that comes sooner bounds it too.
+	retryWindow time.Duration
 }
 
+// readRetryWindow is how long a read retries transient faults.
+const readRetryWindow = 3 * time.Second
+
+// The pause between two tries of a read doubles from firstBackoff to
+// maxBackoff.
+const (
+	firstBackoff = 20 * time.Millisecond
+	maxBackoff   = 400 * time.Millisecond
+)
+
 // NewReader returns a reader over js.
-func NewReader(js jetstream.JetStream) *Reader { return &Reader{js: js} }
+func NewReader(js jetstream.JetStream) *Reader { return &Reader{js: js, retryWindow: readRetryWindow} }
+
+// retrying runs read until it succeeds, fails for a reason that does not
+// pass, or the retry window (or ctx) ends, and returns its last error.
+func (r *Reader) retrying(ctx context.Context, read func() error) error {
+	end := time.Now().Add(r.retryWindow)
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
+	backoff := firstBackoff
+	for {
+		err := read()
+		if err == nil || !transient.Is(err) || ctx.Err() != nil || time.Now().Add(backoff).After(end) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// maxJobKeyLength is the length of the longest KV key of a valid job
+// reference.
+var maxJobKeyLength = len(contracts.JobKeyOfTokens("")) + contracts.MaxJobTokensLength
 
 // subjectOf returns the subject of the history of the job with the KV key.
 func subjectOf(jobKey string) (string, error) {
 	tokens, ok := contracts.JobTokensOfKey(jobKey)
-	if !ok {
-		return "", fmt.Errorf("%q is not a job's key", jobKey)
+	if !ok || len(jobKey) > maxJobKeyLength {
+		return "", fmt.Errorf("%s is not a job's key", contracts.QuoteName(jobKey))
 	}
 	return contracts.HistorySubjectPrefix + tokens, nil
 }
@@ -43,7 +91,23 @@ func (r *Reader) stream(ctx context.Context) (jetstream.Stream, error) {
 }
 
 // List returns the job's history entries, newest first, each with its ID.
+// The names of ref must be valid (JobRef.Validate): they make the subject
+// read.
 func (r *Reader) List(ctx context.Context, ref contracts.JobRef) ([]contracts.HistoryEntry, error) {
+	if err := ref.Validate(); err != nil {
+		return nil, fmt.Errorf("reading the history of a job: %w", err)
+	}
+	var entries []contracts.HistoryEntry
+	err := r.retrying(ctx, func() error {
+		var err error
+		entries, err = r.list(ctx, ref)
+		return err
+	})
+	return entries, err
+}
+
+// list makes one try of List.
+func (r *Reader) list(ctx context.Context, ref contracts.JobRef) ([]contracts.HistoryEntry, error) {
 	s, err := r.stream(ctx)
 	if s == nil || err != nil {
 		return nil, err
@@ -80,6 +144,17 @@ func (r *Reader) List(ctx context.Context, ref contracts.JobRef) ([]contracts.Hi
 // Tallies returns the tally of the newest entry of every job that has
 // history, by the job's KV key. It reads headers only, one message per job.
 func (r *Reader) Tallies(ctx context.Context) (map[string]contracts.Tally, error) {
+	var tallies map[string]contracts.Tally
+	err := r.retrying(ctx, func() error {
+		var err error
+		tallies, err = r.tallies(ctx)
+		return err
+	})
+	return tallies, err
+}
+
+// tallies makes one try of Tallies.
+func (r *Reader) tallies(ctx context.Context) (map[string]contracts.Tally, error) {
 	s, err := r.stream(ctx)
 	if s == nil || err != nil {
 		return nil, err
@@ -165,12 +240,14 @@ func (r *Reader) Purge(ctx context.Context, jobKey string) error {
 	if err != nil {
 		return err
 	}
-	s, err := r.stream(ctx)
-	if s == nil || err != nil {
-		return err
-	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return fmt.Errorf("purging the history of %s: %w", jobKey, err)
-	}
-	return nil
+	return r.retrying(ctx, func() error {
+		s, err := r.stream(ctx)
+		if s == nil || err != nil {
+			return err
+		}
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			return fmt.Errorf("purging the history of %s: %w", jobKey, err)
+		}
+		return nil
+	})
 }

@@ -78,8 +78,13 @@ func validateRecurrence(p *contracts.JobProperties, path string, now time.Time, 
 		errs.Add(path, "%v", err)
 		return
 	}
-	if _, ok := s.First(); !ok {
+	first, ok := s.First()
+	switch {
+	case !ok:
 		errs.Add(path, "%s", neverFiresReason(p, now))
+	case first.After(contracts.MaxDateTime):
+		errs.Add(strings.TrimSuffix(path, "recurrence")+"startTime", "the job would first run at %s, after %s, the last date-time the API can represent; give an earlier startTime",
+			formatInstant(first), formatInstant(contracts.MaxDateTime))
 	}
 }
 

@@ -68,6 +68,8 @@ func TestValidateJobRejects(t *testing.T) {
 			"state", "Completed cannot be set; a job's state can be set to Enabled or Disabled"},
 		{"a missing action", `{"recurrence": {"frequency": "day"}}`,
 			"action", "required"},
+		{"a schedule whose first run falls after the year 9999", `{` + httpAction + `, "startTime": "9999-12-31T23:59:00Z", "recurrence": {"frequency": "week", "schedule": {"weekDays": ["monday"]}}}`,
+			"startTime", "the job would first run at 10000-01-03T23:59:00Z, after 9999-12-31T23:59:59Z, the last date-time the API can represent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is rejected", func(t *testing.T) {

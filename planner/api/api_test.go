@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
@@ -54,6 +60,13 @@ func (f *fakeScheduling) Scheduled(_ context.Context, ref contracts.JobRef) (tim
 	return p.at, p.remaining, ok, nil
 }
 
+// runCount returns the number of runs scheduled.
+func (f *fakeScheduling) runCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.runs)
+}
+
 // set makes the timer hold a job's entry and tally.
 func (f *fakeScheduling) set(job string, p *plannedEntry, tally contracts.Tally) {
 	f.mu.Lock()
@@ -77,14 +90,33 @@ func (f *fakeScheduling) RunNow(_ context.Context, j store.Job) error {
 
 type bundle struct {
 	srv   *httptest.Server
+	api   *Server
 	store *store.Store
 	sched *fakeScheduling
 	now   time.Time
+	ns    *server.Server
+	nc    *nats.Conn // the API's connection
 }
 
 func setup(t testing.TB, tokens ...string) *bundle {
 	t.Helper()
-	_, js := testkit.JetStream(t, testkit.NATS(t))
+	return setupWith(t, testkit.NATS(t), Config{Tokens: tokens})
+}
+
+// setupWith serves the API with cfg over a store on ns; the API's clock is
+// the bundle's now. Its connection reconnects at once when ns restarts.
+// Each of prepare changes the bundle's API before it serves.
+func setupWith(t testing.TB, ns *server.Server, cfg Config, prepare ...func(*bundle)) *bundle {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sealer, err := seal.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +125,13 @@ func setup(t testing.TB, tokens ...string) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{store: st, sched: &fakeScheduling{}, now: time.Date(2016, 3, 30, 20, 0, 0, 0, time.UTC)}
-	b.srv = httptest.NewServer(New(st, b.sched, Config{Tokens: tokens, Now: func() time.Time { return b.now }}))
+	b := &bundle{store: st, sched: &fakeScheduling{}, now: time.Date(2016, 3, 30, 20, 0, 0, 0, time.UTC), ns: ns, nc: nc}
+	cfg.Now = func() time.Time { return b.now }
+	b.api = New(st, b.sched, cfg)
+	for _, p := range prepare {
+		p(b)
+	}
+	b.srv = httptest.NewServer(b.api)
 	t.Cleanup(b.srv.Close)
 	return b
 }
@@ -415,4 +452,160 @@ func TestRequests(t *testing.T) {
 			t.Fatalf("status %d", res.StatusCode)
 		}
 	})
+}
+
+// Regression: run answered 200 and did nothing for a Disabled job, or a job
+// in a disabled collection.
+func TestRunAnswers409WhenTheJobCannotRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", collectionBody)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/j", weeklyJob)
+	message := func(r response) string {
+		t.Helper()
+		return r.json(t)["error"].(map[string]any)["message"].(string)
+	}
+
+	b.mustDo(t, http.StatusOK, "PATCH", base+"/jc/jobs/j", `{"properties": {"state": "Disabled"}}`)
+	if msg := message(b.mustDo(t, http.StatusConflict, "POST", base+"/jc/jobs/j/run", "")); msg != `job "j" in job collection "jc" is Disabled: enable it to run it` {
+		t.Errorf("a Disabled job: %q", msg)
+	}
+	b.mustDo(t, http.StatusOK, "PATCH", base+"/jc/jobs/j", `{"properties": {"state": "Enabled"}}`)
+	b.mustDo(t, http.StatusOK, "POST", base+"/jc/disable", "")
+	if msg := message(b.mustDo(t, http.StatusConflict, "POST", base+"/jc/jobs/j/run", "")); !strings.Contains(msg, `job collection "jc" in resource group "rg1" is Disabled: its jobs cannot run`) {
+		t.Errorf("a job in a Disabled collection: %q", msg)
+	}
+	b.mustDo(t, http.StatusOK, "POST", base+"/jc/enable", "")
+	b.mustDo(t, http.StatusOK, "PATCH", base+"/jc", `{"properties": {"state": "Suspended"}}`)
+	if msg := message(b.mustDo(t, http.StatusConflict, "POST", base+"/jc/jobs/j/run", "")); !strings.Contains(msg, "is Suspended: its jobs cannot run") {
+		t.Errorf("a job in a Suspended collection: %q", msg)
+	}
+	b.mustDo(t, http.StatusOK, "PATCH", base+"/jc", `{"properties": {"state": "Enabled"}}`)
+	if n := b.sched.runCount(); n != 0 {
+		t.Fatalf("%d runs scheduled, want none", n)
+	}
+	b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/j/run", "")
+	if n := b.sched.runCount(); n != 1 {
+		t.Fatalf("%d runs scheduled, want one", n)
+	}
+}
+
+// Regression: a collection could be moved to a plan or quota below what it
+// holds (Standard to Free with 7 every-minute jobs answered 200).
+func TestCollectionQuotaCannotDropBelowItsJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	everyMinute := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+		"recurrence": {"frequency": "Minute", "interval": 1}}}`
+	hourly := strings.Replace(everyMinute, `"Minute"`, `"Hour"`, 1)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/std", `{"properties": {"sku": {"name": "Standard"}}}`)
+	for i := range 7 {
+		b.mustDo(t, http.StatusCreated, "PUT", fmt.Sprintf("%s/std/jobs/job%d", base, i), everyMinute)
+	}
+	stored := string(b.mustDo(t, http.StatusOK, "GET", base+"/std", "").body)
+
+	t.Run("a plan that holds fewer jobs is refused naming the numbers", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusConflict, "PUT", base+"/std", `{"properties": {"sku": {"name": "Free"}}}`)
+		if r.errorCode(t) != codeQuotaExceeded || !strings.Contains(string(r.body), "holds 7 jobs, more than the 5") {
+			t.Errorf("PUT: %s", r.body)
+		}
+		r = b.mustDo(t, http.StatusConflict, "PATCH", base+"/std", `{"properties": {"quota": {"maxJobCount": 6}}}`)
+		if !strings.Contains(string(r.body), "holds 7 jobs, more than the 6") {
+			t.Errorf("PATCH: %s", r.body)
+		}
+	})
+	t.Run("a maxRecurrence a job recurs more often than is refused naming the job", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusConflict, "PATCH", base+"/std", `{"properties": {"quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}`)
+		if r.errorCode(t) != codeQuotaExceeded || !strings.Contains(string(r.body), `its job \"job0\"`) || !strings.Contains(string(r.body), "every 1h0m0s") {
+			t.Errorf("PATCH: %s", r.body)
+		}
+	})
+	t.Run("nothing stored changed", func(t *testing.T) {
+		if now := string(b.mustDo(t, http.StatusOK, "GET", base+"/std", "").body); now != stored {
+			t.Errorf("the collection changed:\n%s\nwas\n%s", now, stored)
+		}
+	})
+	t.Run("a quota the jobs fit in is taken, and other changes stay possible", func(t *testing.T) {
+		for i := range 7 {
+			if i < 5 {
+				b.mustDo(t, http.StatusOK, "PUT", fmt.Sprintf("%s/std/jobs/job%d", base, i), hourly)
+			} else {
+				b.mustDo(t, http.StatusOK, "DELETE", fmt.Sprintf("%s/std/jobs/job%d", base, i), "")
+			}
+		}
+		b.mustDo(t, http.StatusOK, "PUT", base+"/std", `{"properties": {"sku": {"name": "Free"}}}`)
+		b.mustDo(t, http.StatusOK, "PATCH", base+"/std", `{"tags": {"env": "test"}}`)
+	})
+}
+
+// A job created while its collection's quota is lowered is checked again
+// against the lowered quota, and deleted again when over it.
+func TestAJobCreatedWhileTheQuotaIsLoweredIsCheckedAgain(t *testing.T) {
+	t.Parallel()
+	lowering := &quotaLoweredMeanwhile{}
+	b := setupWith(t, testkit.NATS(t), Config{}, func(b *bundle) {
+		lowering.Store = b.store
+		b.api.store = jobStore{st: lowering}
+	})
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", `{"properties": {"sku": {"name": "Standard"}}}`)
+	everyMinute := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+		"recurrence": {"frequency": "Minute", "interval": 1}}}`
+	lowering.to.Store(&contracts.JobCollectionQuota{MaxRecurrence: &contracts.JobMaxRecurrence{Frequency: contracts.FrequencyHour}})
+	r := b.mustDo(t, http.StatusConflict, "PUT", base+"/jc/jobs/often", everyMinute)
+	if r.errorCode(t) != codeQuotaExceeded {
+		t.Fatalf("code: %s", r.body)
+	}
+	b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/often", "")
+}
+
+// quotaLoweredMeanwhile lowers the collection's quota to the one set in to
+// as a job is created, after the create read the collection: as another
+// request lowering it at that moment would.
+type quotaLoweredMeanwhile struct {
+	*store.Store
+	to atomic.Pointer[contracts.JobCollectionQuota]
+}
+
+func (q *quotaLoweredMeanwhile) CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error) {
+	saved, err := q.Store.CreateJob(ctx, j, maxJobs)
+	if quota := q.to.Swap(nil); err == nil && quota != nil {
+		c, err := q.Store.GetCollection(ctx, j.Ref.CollectionRef())
+		if err != nil {
+			return saved, err
+		}
+		c.Properties.Quota = quota
+		if _, err := q.Store.PutCollection(ctx, c, c.Revision); err != nil {
+			return saved, err
+		}
+	}
+	return saved, err
+}
+
+// Request data the API echoes (nextLink, error messages) is safe however
+// long: no 5xx, and an error message quotes only the start of a value.
+func TestLongInputsAreEchoedSafely(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", collectionBody)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/a", weeklyJob)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/b", weeklyJob)
+	long := strings.Repeat("x", 100_000)
+
+	r := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs?$top=1&other="+long, "").json(t)
+	if link, _ := r["nextLink"].(string); !strings.Contains(link, "%24skip=1") && !strings.Contains(link, "$skip=1") {
+		t.Errorf("nextLink of a long query: %.200s", link)
+	}
+	b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/a/history?$top=1&other="+long, "")
+	for _, q := range []string{"$top=" + long, "$skip=" + long, "$filter=" + long, "$filter=state%20eq%20" + long} {
+		r := b.mustDo(t, http.StatusBadRequest, "GET", base+"/jc/jobs?"+q, "")
+		if len(r.body) > 500 || !strings.Contains(string(r.body), "(100000 bytes)") {
+			t.Errorf("GET …/jobs?%.20s…: %d bytes: %.300s", q, len(r.body), r.body)
+		}
+	}
+	if r := b.mustDo(t, http.StatusBadRequest, "GET", base+"/jc/jobs/a/preview?count="+long, ""); len(r.body) > 500 {
+		t.Errorf("preview with a long count: %d bytes", len(r.body))
+	}
+	if r := b.mustDo(t, http.StatusNotFound, "GET", "/subscriptions/"+long, ""); len(r.body) > 500 {
+		t.Errorf("an unknown long path: %d bytes", len(r.body))
+	}
 }

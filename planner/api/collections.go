@@ -1,11 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner/store"
@@ -63,24 +63,6 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	return data, nil
 }
 
-// validateRef checks the names of a resource being created.
-func validateRef(ref contracts.CollectionRef) *apiError {
-	var msgs []string
-	for _, err := range []error{
-		contracts.ValidateSubscription(ref.Subscription),
-		contracts.ValidateResourceGroup(ref.ResourceGroup),
-		contracts.ValidateName("job collection", ref.Collection),
-	} {
-		if err != nil {
-			msgs = append(msgs, err.Error())
-		}
-	}
-	if len(msgs) > 0 {
-		return newError(http.StatusBadRequest, codeInvalidName, strings.Join(msgs, "; "))
-	}
-	return nil
-}
-
 // decodeCollection decodes and validates a collection definition.
 func decodeCollection(data []byte) (contracts.JobCollectionDefinition, *apiError) {
 	def, errs := contracts.DecodeJobCollection(data)
@@ -121,9 +103,6 @@ func decodeCollection(data []byte) (contracts.JobCollectionDefinition, *apiError
 }
 
 func (s *Server) putCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
-	if e := validateRef(ref); e != nil {
-		return e
-	}
 	data, e := readBody(r)
 	if e != nil {
 		return e
@@ -156,6 +135,9 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		case err != nil:
 			return storeError(err, collectionWhat(ref))
 		}
+		if e := s.checkNewQuota(ctx, existing, *def.Properties); e != nil {
+			return e
+		}
 		c := existing
 		c.Location, c.Tags, c.Properties, c.Updated = def.Location, def.Tags, *def.Properties, now
 		saved, err := s.store.PutCollection(ctx, c, existing.Revision)
@@ -168,6 +150,43 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		writeJSON(w, http.StatusOK, renderCollection(saved))
 		return nil
 	}
+}
+
+// checkNewQuota refuses a change of plan or quota that leaves the
+// collection holding more than it allows: more jobs than its new
+// maxJobCount, or a job that recurs more often than its new maxRecurrence
+// (Completed and Faulted jobs do not run again, but they count). Only a
+// quota made stricter is checked, so a collection over its quota can still
+// be changed otherwise. The jobs are listed after the collection was read
+// at the revision the change is written at: a job created in between
+// changes that revision, and the change is then tried again.
+func (s *Server) checkNewQuota(ctx context.Context, existing store.Collection, updated contracts.JobCollectionProperties) *apiError {
+	oldMaxJobs, oldMaxRecurrence := effectiveQuota(existing.Properties)
+	maxJobs, maxRecurrence := effectiveQuota(updated)
+	if maxJobs >= oldMaxJobs && maxRecurrence <= oldMaxRecurrence {
+		return nil
+	}
+	jobs, err := s.store.ListJobs(ctx, existing.Ref)
+	if err != nil {
+		return storeError(err, "the jobs of "+collectionWhat(existing.Ref))
+	}
+	if maxJobs < oldMaxJobs && len(jobs) > maxJobs {
+		return newError(http.StatusConflict, codeQuotaExceeded, fmt.Sprintf(
+			"%s holds %d jobs, more than the %d its new plan or quota allows (quota.maxJobCount); delete jobs first",
+			collectionWhat(existing.Ref), len(jobs), maxJobs))
+	}
+	if maxRecurrence > oldMaxRecurrence {
+		for _, j := range jobs {
+			if final(j.Properties.State) {
+				continue
+			}
+			if e := checkRecurrenceQuota(&j.Properties, j.Anchored, maxRecurrence); e != nil {
+				e.body.Message = fmt.Sprintf("%s cannot take its new plan or quota: its job %q: %s", collectionWhat(existing.Ref), j.Ref.Job, e.body.Message)
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) patchCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"slices"
 
@@ -22,7 +23,8 @@ func (s *Server) listHistory(w http.ResponseWriter, r *http.Request, ref contrac
 	}
 	var entries []contracts.HistoryEntry
 	if s.cfg.History != nil {
-		if entries, err = s.cfg.History.List(ctx, j.Ref); err != nil {
+		entries, err = bulk(ctx, func(ctx context.Context) ([]contracts.HistoryEntry, error) { return s.cfg.History.List(ctx, j.Ref) })
+		if err != nil {
 			return storeError(err, "the history of "+jobWhat(ref))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/transient"
 	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/store"
 )
@@ -91,14 +92,14 @@ func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.J
 // schedule reached.
 func (s *Server) nextExecution(j store.Job, scheduled time.Time, tally contracts.Tally) (time.Time, bool) {
 	if !scheduled.IsZero() {
-		return scheduled.UTC(), true
+		return scheduled.UTC(), !scheduled.After(contracts.MaxDateTime)
 	}
 	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
 	if err != nil {
 		return time.Time{}, false
 	}
 	first, _, ok := s.resume(sched, tally)
-	return first, ok
+	return first, ok && !first.After(contracts.MaxDateTime)
 }
 
 // resume returns the next occurrence of a schedule the timer does not
@@ -124,12 +125,6 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, ref contracts.Jo
 }
 
 func (s *Server) putJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
-	if e := validateRef(ref.CollectionRef()); e != nil {
-		return e
-	}
-	if err := contracts.ValidateName("job", ref.Job); err != nil {
-		return newError(http.StatusBadRequest, codeInvalidName, err.Error())
-	}
 	data, e := readBody(r)
 	if e != nil {
 		return e
@@ -230,9 +225,52 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 		if err != nil {
 			return storeError(err, jobWhat(ref))
 		}
+		if existing == nil {
+			if e := s.recheckQuota(ctx, saved, maxJobs, maxRecurrence); e != nil {
+				return e
+			}
+		}
 		writeJSON(w, status, s.renderJob(ctx, saved))
 		return nil
 	}
+}
+
+// recheckQuota checks a job just created against its collection's quota
+// as it is now, when the collection changed it since it was read: a
+// collection whose quota was lowered at the same moment lists its jobs
+// before it is written, and a job created meanwhile may not be among them
+// (its create confirms against the newest collection record). A job over
+// the new quota is deleted again and refused. When the collection cannot
+// be read again, the job stays, as created under the quota read before.
+func (s *Server) recheckQuota(ctx context.Context, j store.Job, maxJobs int, maxRecurrence time.Duration) *apiError {
+	coll, err := s.store.GetCollection(ctx, j.Ref.CollectionRef())
+	if err != nil {
+		s.cfg.Logger.Warn("reading the collection again after creating a job", slog.String("job", j.Ref.Key()), slog.String("error", err.Error()))
+		return nil
+	}
+	newMaxJobs, newMaxRecurrence := effectiveQuota(coll.Properties)
+	var refused *apiError
+	if newMaxRecurrence > maxRecurrence {
+		refused = checkRecurrenceQuota(&j.Properties, j.Anchored, newMaxRecurrence)
+	}
+	if refused == nil && newMaxJobs < maxJobs {
+		n, err := s.store.CountJobs(ctx, j.Ref.CollectionRef())
+		if err != nil {
+			s.cfg.Logger.Warn("counting the jobs again after creating one", slog.String("job", j.Ref.Key()), slog.String("error", err.Error()))
+			return nil
+		}
+		if n > newMaxJobs {
+			refused = newError(http.StatusConflict, codeQuotaExceeded, fmt.Sprintf(
+				"%s cannot be created: the job collection holds %d jobs with it, over its quota of %d (quota.maxJobCount)", jobWhat(j.Ref), n, newMaxJobs))
+		}
+	}
+	if refused == nil {
+		return nil
+	}
+	if err := s.store.DeleteJob(ctx, j.Ref); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return storeError(err, jobWhat(j.Ref))
+	}
+	return refused
 }
 
 // reanchors reports whether a change restarts a job's schedule from now: a
@@ -294,21 +332,50 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, ref contracts
 	return nil
 }
 
+// runJob runs the job's action once now. A run is not idempotent: it is
+// retried only after a fault that left it undone (transient.Refused).
 func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
-	j, err := s.store.GetJob(r.Context(), ref)
+	ctx := r.Context()
+	j, err := s.store.GetJob(ctx, ref)
 	if err != nil {
 		return storeError(err, jobWhat(ref))
 	}
-	if final(j.Properties.State) {
-		return newError(http.StatusConflict, codeConflict, fmt.Sprintf("%s is %s and cannot run", jobWhat(ref), j.Properties.State))
+	coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
+	if err != nil {
+		return storeError(err, collectionWhat(ref.CollectionRef()))
+	}
+	if e := runnable(coll, j); e != nil {
+		return e
 	}
 	if s.sched == nil {
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "the planner is not running")
+		return unavailable("the planner is not running")
 	}
-	if err := s.sched.RunNow(r.Context(), j); err != nil {
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "scheduling the run failed: "+err.Error())
+	_, _, err = retry(ctx, pointAttempt, transient.Refused, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.sched.RunNow(ctx, j)
+	})
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusOK)
+		return nil
+	case transient.Is(err), errors.Is(err, context.Canceled):
+		return unavailable("scheduling the run failed (" + err.Error() + "); retry")
 	}
-	w.WriteHeader(http.StatusOK)
+	return newError(http.StatusInternalServerError, codeInternal, "scheduling the run failed: "+err.Error())
+}
+
+// runnable returns why the job cannot run now, or nil: it has ended, or it
+// or its collection is not enabled.
+func runnable(coll store.Collection, j store.Job) *apiError {
+	if final(j.Properties.State) {
+		return newError(http.StatusConflict, codeConflict, fmt.Sprintf("%s is %s and cannot run", jobWhat(j.Ref), j.Properties.State))
+	}
+	if st := coll.Properties.State; st != "" && st != contracts.JobCollectionStateEnabled {
+		return newError(http.StatusConflict, codeConflict, fmt.Sprintf(
+			"%s is %s: its jobs cannot run; enable it (POST …/enable) to run them", collectionWhat(coll.Ref), st))
+	}
+	if j.Properties.State == contracts.JobStateDisabled {
+		return newError(http.StatusConflict, codeConflict, fmt.Sprintf("%s is Disabled: enable it to run it", jobWhat(j.Ref)))
+	}
 	return nil
 }
 
@@ -326,26 +393,26 @@ func parsePage[T ~string](q url.Values, field string, values []T) (page, *apiErr
 	if v := q.Get("$top"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$top must be an integer from 1 to 100, not %q", v))
+			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$top must be an integer from 1 to 100, not %s", contracts.QuoteName(v)))
 		}
 		p.top, p.hasTop = n, true
 	}
 	if v := q.Get("$skip"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$skip must be an integer of 0 or more, not %q", v))
+			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$skip must be an integer of 0 or more, not %s", contracts.QuoteName(v)))
 		}
 		p.skip = n
 	}
 	if v := q.Get("$filter"); v != "" {
 		fields := strings.Fields(v)
 		if len(fields) != 3 || !strings.EqualFold(fields[0], field) || !strings.EqualFold(fields[1], "eq") {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %q is not supported; use %s eq %s (or %s)",
-				v, field, values[0], contracts.EnumList(values[1:])))
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %s is not supported; use %s eq %s (or %s)",
+				contracts.QuoteName(v), field, values[0], contracts.EnumList(values[1:])))
 		}
 		value, ok := contracts.ParseEnum(strings.Trim(fields[2], `'"`), values)
 		if !ok {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %q is not one of %s", fields[2], contracts.EnumList(values)))
+			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %s is not one of %s", contracts.QuoteName(fields[2]), contracts.EnumList(values)))
 		}
 		p.filter = string(value)
 	}

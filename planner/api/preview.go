@@ -36,7 +36,7 @@ func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contract
 	if v := r.URL.Query().Get("count"); v != "" {
 		c, err := strconv.Atoi(v)
 		if err != nil || c < 1 || c > maxPreview {
-			return newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("count must be an integer from 1 to %d, not %q", maxPreview, v))
+			return newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("count must be an integer from 1 to %d, not %s", maxPreview, contracts.QuoteName(v)))
 		}
 		n = c
 	}
@@ -55,10 +55,16 @@ func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contract
 		return newError(http.StatusInternalServerError, codeInternal, "the stored job's schedule cannot be read: "+err.Error())
 	}
 	at, remaining, ok := s.upcoming(ctx, j, sched)
+	if ok && at.After(contracts.MaxDateTime) {
+		return newError(http.StatusConflict, codeConflict, fmt.Sprintf(
+			"%s runs next at %s, after %s, the last date-time this API can represent; give it an earlier startTime",
+			jobWhat(ref), at.Format(time.RFC3339), contracts.MaxDateTime.Format(time.RFC3339)))
+	}
 	if remaining >= 0 {
 		n = int(min(int64(n), remaining+1))
 	}
-	for ok && len(out.Value) < n {
+	// The instants after the last one the API can represent are left out.
+	for ok && len(out.Value) < n && !at.After(contracts.MaxDateTime) {
 		out.Value = append(out.Value, at)
 		at, ok = sched.Next(at)
 	}

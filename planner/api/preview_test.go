@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/store"
 )
 
 func TestPreview(t *testing.T) {
@@ -97,6 +100,61 @@ func TestPreview(t *testing.T) {
 	t.Run("a missing job is 404", func(t *testing.T) {
 		if r := b.do(t, "GET", base+"/jc/jobs/nope/preview", ""); r.status != http.StatusNotFound {
 			t.Errorf("%d %s", r.status, r.body)
+		}
+	})
+}
+
+// Regression: a job whose next run fell after the year 9999 was stored,
+// and its preview answered 200 with an empty body: the API's date-times
+// cannot represent such an instant.
+func TestRunsAfterTheYear9999(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", `{"properties": {"sku": {"name": "P20Premium"}}}`)
+	job := func(start, frequency string) string {
+		return `{"properties": {"startTime": "` + start + `", "action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "` + frequency + `", "schedule": {"weekDays": ["Monday"]}}}}`
+	}
+
+	t.Run("a job whose every run falls after 9999-12-31 is refused naming startTime", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusBadRequest, "PUT", base+"/jc/jobs/late", job("9999-12-31T23:59:00Z", "Week"))
+		if !strings.Contains(string(r.body), "properties.startTime: the job would first run at 10000-01-03T23:59:00Z, after 9999-12-31T23:59:59Z") {
+			t.Errorf("body: %s", r.body)
+		}
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/late", "")
+	})
+	t.Run("a job whose later runs fall after it previews the runs up to it", func(t *testing.T) {
+		hourly := `{"properties": {"startTime": "9999-12-31T00:00:00Z", "action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Hour"}}}`
+		r := b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/last-day", hourly)
+		if !strings.Contains(string(r.body), `"nextExecutionTime":"9999-12-31T00:00:00Z"`) {
+			t.Errorf("created: %s", r.body)
+		}
+		var p PreviewResult
+		if err := json.Unmarshal(b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/last-day/preview?count=100", "").body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Value) != 24 || p.Value[23].UTC().Format(time.RFC3339) != "9999-12-31T23:00:00Z" {
+			t.Errorf("preview: %d instants, %v", len(p.Value), p.Value)
+		}
+	})
+	t.Run("a stored job that runs after it answers why, never an empty 200", func(t *testing.T) {
+		props, errs := planner.ParseJob([]byte(job("9999-12-31T23:59:00Z", "Week")), b.now)
+		if len(errs) != 1 { // only the rule this test is about
+			t.Fatalf("errors: %v", errs)
+		}
+		props.State = contracts.JobStateEnabled
+		ref := contracts.JobRef{Subscription: "sub1", ResourceGroup: "rg1", Collection: "jc", Job: "stored-late"}
+		if _, err := b.store.CreateJob(context.Background(), store.Job{Ref: ref, Properties: props, Created: b.now}, 0); err != nil {
+			t.Fatal(err)
+		}
+		r := b.mustDo(t, http.StatusConflict, "GET", base+"/jc/jobs/stored-late/preview", "")
+		if !strings.Contains(string(r.body), "runs next at 10000-01-03T23:59:00Z, after 9999-12-31T23:59:59Z") {
+			t.Errorf("preview: %s", r.body)
+		}
+		r = b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/stored-late", "")
+		if !strings.Contains(string(r.body), `"name":"jc/stored-late"`) || strings.Contains(string(r.body), "nextExecutionTime") {
+			t.Errorf("GET: %s", r.body)
 		}
 	})
 }

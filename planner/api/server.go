@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -51,6 +50,11 @@ type Config struct {
 	Tokens []string
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
+	// RetryWindow is how long a request retries the job store, the timer
+	// and the history after a transient fault (NATS or Redis down or
+	// reconnecting, a leader being elected) before it answers 503 with
+	// Retry-After. Defaults to 3 s.
+	RetryWindow time.Duration
 	// Logger receives one line per failed request. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -62,19 +66,23 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.RetryWindow = cmp.Or(c.RetryWindow, 3*time.Second)
 	return c
 }
 
 // Server serves the REST API.
 type Server struct {
-	store *store.Store
+	store jobStore
 	sched Scheduling
 	cfg   Config
+	// retried, when a test sets it, receives each transient fault a request
+	// retries.
+	retried chan<- error
 }
 
 // New returns the API over st, asking sched for timing.
 func New(st *store.Store, sched Scheduling, cfg Config) *Server {
-	return &Server{store: st, sched: sched, cfg: cfg.withDefaults()}
+	return &Server{store: jobStore{st: st}, sched: sched, cfg: cfg.withDefaults()}
 }
 
 // supportedAPIVersions are accepted in api-version; absent is accepted too.
@@ -95,7 +103,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			s.cfg.Logger.Error("panic serving request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			s.cfg.Logger.Error("panic serving request", slog.String("method", r.Method), slog.String("path", contracts.Abbreviate(r.URL.Path)),
 				slog.String("request_id", id), slog.Any("panic", p))
 			writeError(w, newError(http.StatusInternalServerError, codeInternal, "internal error; quote request id "+id))
 		}
@@ -111,10 +119,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	r = r.WithContext(withRetryWindow(r.Context(), &retryWindow{
+		end: time.Now().Add(s.cfg.RetryWindow), logger: s.cfg.Logger.With(slog.String("request_id", id)), retried: s.retried,
+	}))
 	if e := s.route(w, r); e != nil {
-		if e.status >= 500 {
-			s.cfg.Logger.Error("request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.String("request_id", id), slog.String("error", e.body.Message))
+		attrs := []any{slog.String("method", r.Method), slog.String("path", contracts.Abbreviate(r.URL.Path)),
+			slog.String("request_id", id), slog.String("error", e.body.Message)}
+		switch {
+		case e.status == http.StatusServiceUnavailable:
+			s.cfg.Logger.Warn("request answered 503 after retrying", attrs...)
+		case e.status >= 500:
+			s.cfg.Logger.Error("request failed", attrs...)
 		}
 		writeError(w, e)
 	}
@@ -144,7 +159,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	pattern := match(seg)
 	if pattern == routeOther {
-		return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
+		return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", contracts.QuoteName(r.URL.Path)))
+	}
+	// Before anything reaches NATS or Redis: a name over its limit would
+	// make a subject NATS refuses, closing the connection.
+	if e := checkPathNames(pattern, seg); e != nil {
+		return e
 	}
 	sub := seg[1]
 	if pattern == routeSubscriptionCollections {
@@ -174,7 +194,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	case routeJobHistory:
 		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, job) })
 	}
-	return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", r.URL.Path))
+	return newError(http.StatusNotFound, codeNotFound, fmt.Sprintf("no resource at %s", contracts.QuoteName(r.URL.Path)))
 }
 
 // handler serves one method on the resource named by ref.
@@ -213,7 +233,7 @@ func segments(u *url.URL) ([]string, error) {
 	for i, p := range parts {
 		v, err := url.PathUnescape(p)
 		if err != nil {
-			return nil, fmt.Errorf("the path segment %q is not valid: %v", p, err)
+			return nil, fmt.Errorf("the path segment %s is not valid: %v", contracts.QuoteName(p), err)
 		}
 		parts[i] = v
 	}
@@ -227,21 +247,6 @@ func newRequestID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// storeError maps the store's errors to API errors; what names the resource.
-func storeError(err error, what string) *apiError {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return newError(http.StatusNotFound, codeNotFound, what+" was not found")
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExists):
-		return newError(http.StatusConflict, codeConflict, what+" was changed by another request at the same time; retry")
-	case errors.Is(err, store.ErrQuotaExceeded):
-		return newError(http.StatusConflict, codeQuotaExceeded, what+" cannot be created: the job collection holds its maximum number of jobs (quota.maxJobCount)")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "the job store did not answer in time; retry")
-	}
-	return newError(http.StatusInternalServerError, codeInternal, "the job store failed: "+err.Error())
 }
 
 // Apply serves one request from inside the process (the NATS intake) as if

@@ -143,7 +143,7 @@ func (in *Intake) onRequest(m *nats.Msg) {
 	reply.Header.Set(StatusHeader, strconv.Itoa(status))
 	reply.Data = body
 	if err := m.RespondMsg(reply); err != nil {
-		in.cfg.Logger.Warn("answering an intake request", slog.String("subject", m.Subject), slog.String("error", err.Error()))
+		in.cfg.Logger.Warn("answering an intake request", slog.String("subject", contracts.Abbreviate(m.Subject)), slog.String("error", err.Error()))
 	}
 }
 
@@ -160,18 +160,28 @@ func (in *Intake) onMessage(m jetstream.Msg) {
 		in.reject(m.Subject(), status, body)
 	}
 	if err := m.Ack(); err != nil {
-		in.cfg.Logger.Warn("acknowledging an intake message", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+		in.cfg.Logger.Warn("acknowledging an intake message", slog.String("subject", contracts.Abbreviate(m.Subject())), slog.String("error", err.Error()))
 	}
 }
 
-// reject publishes the rejection event of a stream message.
+// reject publishes the rejection event of a stream message on the
+// rejected subject of its tokens. Tokens longer than those of the longest
+// valid names are not published: they name no job, and with the longer
+// prefix the subject could pass the length of a protocol line NATS
+// accepts, which would close the planner's connection.
 func (in *Intake) reject(subject string, status int, body []byte) {
 	tokens := strings.TrimPrefix(subject, contracts.IntakeSubjectPrefix)
+	shown := contracts.Abbreviate(subject)
+	if len(tokens) > contracts.MaxJobTokensLength {
+		in.cfg.Logger.Warn("rejected a job definition whose subject is too long to name a job; no rejection event",
+			slog.String("subject", shown), slog.Int("subject_bytes", len(subject)), slog.Int("status", status))
+		return
+	}
 	event, _ := json.Marshal(Rejection{Subject: subject, Status: status, Error: json.RawMessage(errorOf(body)), ReceivedAt: time.Now().UTC()})
 	if err := in.nc.Publish(contracts.RejectedSubjectPrefix+tokens, event); err != nil {
-		in.cfg.Logger.Warn("publishing a rejection", slog.String("subject", subject), slog.String("error", err.Error()))
+		in.cfg.Logger.Warn("publishing a rejection", slog.String("subject", shown), slog.String("error", err.Error()))
 	}
-	in.cfg.Logger.Info("rejected a job definition", slog.String("subject", subject), slog.Int("status", status))
+	in.cfg.Logger.Info("rejected a job definition", slog.String("subject", shown), slog.Int("status", status))
 }
 
 // errorOf returns the "error" object of an ARM error body.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +20,7 @@ import (
 )
 
 type bundle struct {
+	ns    *server.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	store *store.Store
@@ -27,7 +29,8 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	nc, js := testkit.JetStream(t, testkit.NATS(t))
+	ns := testkit.NATS(t)
+	nc, js := testkit.JetStream(t, ns)
 	sealer, _ := seal.New(bytes.Repeat([]byte{9}, 32))
 	st, err := store.Open(context.Background(), js, store.Config{Sealer: sealer})
 	if err != nil {
@@ -37,7 +40,7 @@ func setup(t *testing.T) *bundle {
 	if _, err := st.PutCollection(context.Background(), store.Collection{Ref: coll}, 0); err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{nc: nc, js: js, store: st, api: api.New(st, nil, api.Config{})}
+	return &bundle{ns: ns, nc: nc, js: js, store: st, api: api.New(st, nil, api.Config{})}
 }
 
 func (b *bundle) start(t *testing.T) {
@@ -134,5 +137,48 @@ func TestStreamMessagesAreAppliedWhenAPlannerStarts(t *testing.T) {
 	}
 	if _, err := b.store.GetJob(ctx, contracts.JobRef{Subscription: "sub", ResourceGroup: "rg", Collection: "jc", Job: "bad"}); err == nil {
 		t.Fatal("the invalid job was stored")
+	}
+}
+
+// Regression: a name over its limit reached NATS and closed the planner's
+// connection for good. A request or stream message whose subject holds a
+// name far over its limit is refused with 400, and the planner's
+// connection stays up: the rejection event, whose subject would pass the
+// 4,096 bytes of a protocol line NATS accepts, is not published.
+func TestOverlongNamesDoNotBreakThePlannersConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.start(t)
+	client, _ := testkit.JetStream(t, b.ns)
+	ctx := context.Background()
+
+	reply, err := client.Request(contracts.RequestSubjectPrefix+"sub.rg.jc."+strings.Repeat("x", 3900), []byte(job), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reply.Header.Get(StatusHeader); got != "400" || !strings.Contains(string(reply.Data), "InvalidResourceName") {
+		t.Fatalf("status %q: %.300s", got, reply.Data)
+	}
+	// The longest subject a client can publish without a reply: the line
+	// "PUB <subject> 2" is 4,096 bytes less two; the rejection's would be
+	// longer than NATS accepts.
+	subject := contracts.IntakeSubjectPrefix + "sub.rg.jc."
+	subject += strings.Repeat("x", 4094-len(subject))
+	if err := client.Publish(subject, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		info, err := b.js.Stream(ctx, contracts.IntakeStream)
+		return err == nil && info.CachedInfo().State.Msgs == 0 && info.CachedInfo().State.LastSeq == 1
+	}, "the intake message was not taken")
+	if st := b.nc.Status(); st != nats.CONNECTED {
+		t.Fatalf("the planner's connection is %v: %v", st, b.nc.LastError())
+	}
+	reply, err = client.Request(contracts.RequestSubjectPrefix+"sub.rg.jc.after", []byte(job), 10*time.Second)
+	if err != nil || reply.Header.Get(StatusHeader) != "201" {
+		t.Fatalf("a job after the long names: %v %s", err, reply.Data)
 	}
 }

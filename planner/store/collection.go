@@ -74,9 +74,7 @@ func (s *Store) getCollection(ctx context.Context, key string) (jetstream.KeyVal
 	return e, r, err
 }
 
-func checkCollectionRef(ref contracts.CollectionRef) error {
-	return checkNames("collection", ref.Subscription, ref.ResourceGroup, ref.Collection)
-}
+func checkCollectionRef(ref contracts.CollectionRef) error { return checkNames(ref.Validate) }
 
 // GetCollection returns the collection ref names, in any case. A collection
 // whose deletion has begun is not found.
@@ -254,8 +252,14 @@ func (s *Store) deleteJobs(ctx context.Context, ref contracts.CollectionRef) err
 // group or, when resourceGroup is "", of every group, sorted by resource group
 // then name (both case-insensitive). Collections being deleted are left out.
 func (s *Store) ListCollections(ctx context.Context, subscription, resourceGroup string) ([]Collection, error) {
-	if subscription == "" {
-		return nil, errors.New("listing collections: the subscription is empty")
+	err := checkNames(func() error {
+		if resourceGroup == "" {
+			return contracts.ValidateSubscription(subscription)
+		}
+		return errors.Join(contracts.ValidateSubscription(subscription), contracts.ValidateResourceGroup(resourceGroup))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing collections: %w", err)
 	}
 	filter := "c." + contracts.Token(subscription) + ".*.*"
 	if resourceGroup != "" {

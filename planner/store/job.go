@@ -95,9 +95,7 @@ func createRevision(e jetstream.KeyValueEntry) (uint64, error) {
 	return cmp.Or(r.CreateRevision, e.Revision()), nil
 }
 
-func checkJobRef(ref contracts.JobRef) error {
-	return checkNames("job", ref.Subscription, ref.ResourceGroup, ref.Collection, ref.Job)
-}
+func checkJobRef(ref contracts.JobRef) error { return checkNames(ref.Validate) }
 
 // stamp fills the times CreateJob and UpdateJob are responsible for.
 func (s *Store) stamp(j *Job) {
@@ -127,6 +125,9 @@ func (s *Store) GetJob(ctx context.Context, ref contracts.JobRef) (Job, error) {
 // GetJobByKey returns the job stored under a KV key (contracts.JobRef.KVKey),
 // for callers that hold only the key, such as the timer's entries.
 func (s *Store) GetJobByKey(ctx context.Context, key string) (Job, error) {
+	if err := checkJobKey(key); err != nil {
+		return Job{}, err
+	}
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Job{}, fmt.Errorf("reading job %s: %w", key, ErrNotFound)

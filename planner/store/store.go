@@ -27,6 +27,10 @@ var (
 	// ErrQuotaExceeded: the collection already holds its maximum number of
 	// jobs.
 	ErrQuotaExceeded = errors.New("job quota exceeded")
+	// ErrInvalidName: a name breaks the naming rules (contracts.ValidateName
+	// and the others), which bound its length; the store builds no key or
+	// subject from it, so no request it makes can exceed what NATS accepts.
+	ErrInvalidName = errors.New("invalid name")
 )
 
 // Config configures a Store.
@@ -164,12 +168,24 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // isMismatch reports whether err is a failed compare-and-set.
 func isMismatch(err error) bool { return errors.Is(err, jetstream.ErrKeyRevisionMismatch) }
 
-// checkNames rejects empty names, which would make keys with empty tokens.
-func checkNames(kind string, names ...string) error {
-	for _, n := range names {
-		if n == "" {
-			return fmt.Errorf("%s reference %s has an empty name", kind, strings.Join(names, "/"))
-		}
+// checkNames wraps what validate finds wrong with a reference's names in
+// ErrInvalidName.
+func checkNames(validate func() error) error {
+	if err := validate(); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidName, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// maxJobKeyLength is the length of the longest job key of a valid
+// reference.
+var maxJobKeyLength = len(contracts.JobKeyOfTokens("")) + contracts.MaxJobTokensLength
+
+// checkJobKey rejects a string that cannot be the KV key of a valid job
+// reference.
+func checkJobKey(key string) error {
+	if tokens, ok := contracts.JobTokensOfKey(key); !ok || len(key) > maxJobKeyLength || strings.Count(tokens, ".") != 3 {
+		return fmt.Errorf("%w: %s is not the key of a job", ErrInvalidName, contracts.QuoteName(key))
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
@@ -17,6 +19,7 @@ import (
 // bundle holds what a test needs beside the Store.
 type bundle struct {
 	ns     *server.Server
+	nc     *nats.Conn
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue // the raw bucket, to look at what is at rest
 	sealer *seal.Sealer
@@ -25,7 +28,7 @@ type bundle struct {
 func setup(t *testing.T) (*Store, *bundle) {
 	t.Helper()
 	ns := testkit.NATS(t)
-	_, js := testkit.JetStream(t, ns)
+	nc, js := testkit.JetStream(t, ns)
 	sealer := newSealer(t)
 	s, err := Open(context.Background(), js, Config{Sealer: sealer})
 	if err != nil {
@@ -35,7 +38,7 @@ func setup(t *testing.T) (*Store, *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, &bundle{ns: ns, js: js, kv: kv, sealer: sealer}
+	return s, &bundle{ns: ns, nc: nc, js: js, kv: kv, sealer: sealer}
 }
 
 func newSealer(t *testing.T) *seal.Sealer {
@@ -188,5 +191,62 @@ func TestDataSurvivesANATSRestart(t *testing.T) {
 	assertJob(t, got, want)
 	if _, err := s.CreateJob(ctx, newJob(collRef.Job("Nightly")), 0); !errors.Is(err, ErrExists) {
 		t.Fatalf("recreating after restart: err = %v, want ErrExists", err)
+	}
+}
+
+// Regression: one request for a job with a 4,050-character name closed the
+// planner's NATS connection for good (the server refuses a protocol line
+// over 4,096 bytes). The store refuses every name that breaks the naming
+// rules before it builds a key or a subject.
+func TestInvalidNamesNeverReachNATS(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	mustPutCollection(t, s, collRef)
+	long := strings.Repeat("x", 4050)
+	badColls := map[string]contracts.CollectionRef{
+		"a long subscription":        {Subscription: long, ResourceGroup: "rg", Collection: "c"},
+		"a long resource group":      {Subscription: "s", ResourceGroup: long, Collection: "c"},
+		"a long collection":          {Subscription: "s", ResourceGroup: "rg", Collection: long},
+		"an empty collection":        {Subscription: "s", ResourceGroup: "rg"},
+		"a collection with a period": {Subscription: "s", ResourceGroup: "rg", Collection: "a.b"},
+	}
+	for name, ref := range badColls {
+		calls := map[string]func() error{
+			"GetCollection":    func() error { _, err := s.GetCollection(ctx, ref); return err },
+			"PutCollection":    func() error { _, err := s.PutCollection(ctx, newCollection(ref), 0); return err },
+			"DeleteCollection": func() error { return s.DeleteCollection(ctx, ref) },
+			"ListJobs":         func() error { _, err := s.ListJobs(ctx, ref); return err },
+			"CountJobs":        func() error { _, err := s.CountJobs(ctx, ref); return err },
+			"ListCollections":  func() error { _, err := s.ListCollections(ctx, ref.Subscription, ref.ResourceGroup); return err },
+		}
+		if ref.Subscription != long && ref.ResourceGroup != long {
+			delete(calls, "ListCollections") // a bad collection name is not part of a listing
+		}
+		for call, f := range calls {
+			if err := f(); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("%s with %s: %v, want ErrInvalidName", call, name, err)
+			}
+		}
+	}
+	job := newJob(collRef.Job(long))
+	for call, f := range map[string]func() error{
+		"GetJob":      func() error { _, err := s.GetJob(ctx, job.Ref); return err },
+		"GetJobByKey": func() error { _, err := s.GetJobByKey(ctx, job.Ref.KVKey()); return err },
+		"CreateJob":   func() error { _, err := s.CreateJob(ctx, job, 0); return err },
+		"UpdateJob":   func() error { _, err := s.UpdateJob(ctx, job, 1); return err },
+		"EndJob":      func() error { _, err := s.EndJob(ctx, job.Ref, contracts.JobStateCompleted, time.Now()); return err },
+		"DeleteJob":   func() error { return s.DeleteJob(ctx, job.Ref) },
+		"ImportJobs":  func() error { return s.ImportJobs(ctx, []Job{job}) },
+	} {
+		if err := f(); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("%s with a long job name: %v, want ErrInvalidName", call, err)
+		}
+	}
+	if err := b.nc.Flush(); err != nil || b.nc.Status() != nats.CONNECTED {
+		t.Fatalf("the connection is %v after the requests: %v", b.nc.Status(), err)
+	}
+	if _, err := s.GetCollection(ctx, collRef); err != nil {
+		t.Fatalf("the store no longer works: %v", err)
 	}
 }
