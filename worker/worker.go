@@ -157,7 +157,7 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, er
 	if _, err := streams.EnsureResults(ctx, js, cfg.Replicas); err != nil {
 		return nil, err
 	}
-	cons, err := exec.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	cons, err := streams.EnsureConsumer(ctx, exec, jetstream.ConsumerConfig{
 		Durable:       contracts.WorkersConsumer,
 		Description:   "Executions for the workers, shared by all of them",
 		AckPolicy:     jetstream.AckExplicitPolicy,

@@ -2,11 +2,15 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
@@ -46,4 +50,59 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 		n, _ := rdb.Keys(context.Background(), prefix+":*").Result()
 		return len(n) > 0
 	}, "nothing scheduled under the prefix %s", prefix)
+}
+
+// A planner started before NATS and Redis are up waits for each, logging
+// why, and comes up and serves once they answer; its /healthz then
+// follows the NATS connection, failing at once when it is closed for good.
+func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
+	t.Parallel()
+	natsPort, redisPort := testkit.FreePort(t), testkit.FreePort(t)
+	var logs testkit.Logs
+	type started struct {
+		svc *Service
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		svc, err := Start(context.Background(), Config{
+			NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort), RedisURL: fmt.Sprintf("redis://127.0.0.1:%d", redisPort),
+			Listen: "127.0.0.1:0", EncryptionKey: make([]byte, 32), Logger: logs.Logger(),
+		})
+		done <- started{svc, err}
+	}()
+	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
+		"the wait for NATS was not logged:\n%s", logs.String())
+	testkit.NATSOn(t, t.TempDir(), natsPort, true)
+	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "what=Redis") },
+		"the wait for Redis was not logged:\n%s", logs.String())
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr(fmt.Sprintf("127.0.0.1:%d", redisPort)); err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	var svc *Service
+	select {
+	case s := <-done:
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		svc = s.svc
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Start did not return once the servers were up:\n%s", logs.String())
+	}
+	defer svc.Stop(context.Background())
+	api := "http://" + svc.Addr()
+	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := testkit.Call(t, "GET", api+"/readyz", ""); return code == http.StatusOK }, "never ready")
+	base := api + "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
+	if code, body := testkit.Call(t, "PUT", base, `{"properties": {}}`); code != http.StatusCreated {
+		t.Fatalf("collection: %d %s", code, body)
+	}
+	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	svc.nc.Close()
+	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
+		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
 )
 
 // Errors of the store, wrapped with the key they concern; test with
@@ -75,13 +76,20 @@ type Store struct {
 }
 
 // Open binds the KV bucket cfg.Bucket, creating it (file storage, one
-// revision per key) when it does not exist.
+// revision per key) when it does not exist. It waits for a cluster that is
+// not answering yet (see streams.Retry); a stream of the bucket's name that
+// is not a bucket fails at once.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("opening the job store: %w", err)
 	}
-	kv, err := bindOrCreate(ctx, js, cfg)
+	var kv jetstream.KeyValue
+	err := streams.Retry(ctx, "the KV bucket "+cfg.Bucket, func(ctx context.Context) error {
+		var err error
+		kv, err = bindOrCreate(ctx, js, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: KV bucket %s: %w", cfg.Bucket, err)
 	}
