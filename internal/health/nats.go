@@ -95,9 +95,9 @@ func (w *NATSWatch) down() (nats.Status, time.Duration) {
 func (w *NATSWatch) Alive(context.Context) []string {
 	switch st, d := w.down(); {
 	case st == nats.CLOSED:
-		return []string{w.describe(st, d) + "; it is closed for good"}
+		return []string{w.describe(st, d, "")}
 	case st != nats.CONNECTED && d > w.limit:
-		return []string{fmt.Sprintf("%s, longer than the limit of %s", w.describe(st, d), w.limit)}
+		return []string{w.describe(st, d, fmt.Sprintf(", longer than the limit of %s", w.limit))}
 	}
 	return nil
 }
@@ -105,14 +105,18 @@ func (w *NATSWatch) Alive(context.Context) []string {
 // Ready reports the connection when it is not connected.
 func (w *NATSWatch) Ready(context.Context) []string {
 	if st, d := w.down(); st != nats.CONNECTED {
-		return []string{w.describe(st, d)}
+		return []string{w.describe(st, d, "")}
 	}
 	return nil
 }
 
-// describe says the connection's state, for how long, and its last error.
-func (w *NATSWatch) describe(st nats.Status, d time.Duration) string {
-	s := fmt.Sprintf("NATS: %s for %s", st, d.Round(time.Second))
+// describe says the connection's state, for how long (and more), and its
+// last error.
+func (w *NATSWatch) describe(st nats.Status, d time.Duration, more string) string {
+	s := fmt.Sprintf("NATS: %s for %s%s", st, d.Round(time.Second), more)
+	if st == nats.CLOSED {
+		s = "NATS: CLOSED for good"
+	}
 	if err := w.nc.LastError(); err != nil {
 		s += fmt.Sprintf(" (last error: %v)", err)
 	}

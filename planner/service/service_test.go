@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -104,5 +106,35 @@ func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
 	svc.nc.Close()
 	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
 		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
+	}
+}
+
+// replyError is an error reply of a Redis server.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// The planner waits out a Redis that does not answer yet, or is loading
+// its data, but not one that refuses its credentials.
+func TestRedisTransient(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true},
+		{context.DeadlineExceeded, true},
+		{io.EOF, true},
+		{replyError("LOADING Redis is loading the dataset in memory"), true},
+		{replyError("CLUSTERDOWN The cluster is down"), true},
+		{replyError("ERR max number of clients reached"), true},
+		{replyError("WRONGPASS invalid username-password pair or user is disabled."), false},
+		{replyError("NOAUTH Authentication required."), false},
+		{errors.New("redis: client is closed"), false},
+	} {
+		if got := redisTransient(tt.err); got != tt.want {
+			t.Errorf("redisTransient(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
