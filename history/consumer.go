@@ -81,7 +81,7 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Consumer, 
 	if err != nil {
 		return nil, err
 	}
-	cons, err := results.CreateOrUpdateConsumer(ctx, streams.ResultsConsumerConfig(contracts.HistoryConsumer))
+	cons, err := streams.EnsureConsumer(ctx, results, streams.ResultsConsumerConfig(contracts.HistoryConsumer))
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.HistoryConsumer, err)
 	}

@@ -206,7 +206,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	if _, err := streams.EnsureResults(ctx, js, cfg.Replicas); err != nil {
 		return nil, nil, err
 	}
-	cons, err := exec.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	cons, err := streams.EnsureConsumer(ctx, exec, jetstream.ConsumerConfig{
 		Durable:       contracts.WorkersConsumer,
 		Description:   "Executions for the workers, shared by all of them",
 		AckPolicy:     jetstream.AckExplicitPolicy,

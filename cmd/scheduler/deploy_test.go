@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -66,6 +69,9 @@ func TestTheDeployFilesMatchTheBinary(t *testing.T) {
 	if len(r.natsMonitor) < 3 {
 		t.Errorf("the check saw the NATS monitoring port only in %v", slices.Sorted(maps.Keys(r.natsMonitor)))
 	}
+	if r.natsSync < 2 {
+		t.Errorf("the check read the sync_interval of %d NATS configurations, want compose's and the Helm chart's", r.natsSync)
+	}
 	if r.healthchecks < 3 {
 		t.Errorf("the check saw %d health checks that run the binary, want one per compose role", r.healthchecks)
 	}
@@ -102,7 +108,8 @@ CMD ["serve", "planer"]
 services:
   nats:
     image: nats:2.14-alpine
-    command: ["--jetstream", "--http_port", "8222"]
+    command: ["--config", "/etc/nats.conf", "--jetstream", "--http_port", "8222"]
+    volumes: ["./nats.conf:/etc/nats.conf:ro"]
     healthcheck: {test: ["CMD", "wget", "-q", "http://127.0.0.1:8222/healthz"]}
   redis:
     image: redis:7.4
@@ -137,6 +144,13 @@ services:
     healthcheck: {test: ["CMD", "true"]}
 `)
 	write("compose/.env.example", "SCHEDULER_ENCRYPTION_KEY=c2VjcmV0\n")
+	write("compose/nats.conf", "jetstream {\n  sync_interval: \"1m\"\n}\n")
+	write("compose/unused.conf", "jetstream {\n  sync_interval: always\n}\n")
+	write("helm/nats-values.yaml", `config:
+  cluster: {enabled: false, replicas: 1}
+  jetstream: {enabled: true, fileStore: {pvc: {enabled: false}}, merge: {sync_interval: 2m}}
+  monitor: {port: 8223}
+`)
 	write("k8s/kustomization.yaml", `kind: Kustomization
 resources: [keda.yaml, worker.yaml, secret.yaml, missing.yaml]
 images: [{name: scheduler}]
@@ -159,6 +173,7 @@ spec:
             - name: SCHEDULER_API_TOKENS
               valueFrom: {secretKeyRef: {name: scheduler-secrets, key: api-token}}
           ports: [{name: http, containerPort: 8081}]
+          startupProbe: {httpGet: {path: /healthz, port: http}}
           livenessProbe: {httpGet: {path: /readyz, port: http}}
           readinessProbe: {httpGet: {path: /readyz, port: 8080}}
 ---
@@ -219,6 +234,8 @@ spec:
 		`service history: depends on postgres, which is not a service`,
 		`service worker2: listens on 127.0.0.1:8081 (the default`,
 		`service nats: JetStream stores in /tmp`,
+		`service nats: JetStream acknowledges writes before they reach the disk (it syncs every 1m0s)`,
+		`compose/unused.conf: no NATS service of a compose file runs with it`,
 		`service redis: runs without AOF`,
 		`service mailer: the check does not know the image mailhog/mailhog`,
 		`service planner: build.dockerfile`,
@@ -230,6 +247,7 @@ spec:
 		`container worker: scheduler serve worker does not read SCHEDULER_API_TOKENS`,
 		`secret scheduler-secrets has no key api-token`,
 		`container worker: the livenessProbe asks /readyz, want /healthz`,
+		`container worker: the startupProbe gives the role 30s to start`,
 		`container worker: the readinessProbe asks port 8080; the role listens on 8081`,
 		`terminationGracePeriodSeconds is 30; a worker stopping takes up to 1m5s`,
 		`runAsNonRoot needs a numeric USER in the Dockerfile`,
@@ -245,6 +263,11 @@ spec:
 		`k8s: no container loads the ConfigMap extra`,
 		`prometheus.io/port is 9100; /metrics is on the role's --listen port 8081`,
 		`service planner: runs 1 planner; run two for availability`,
+		// the NATS Helm chart's values
+		`helm/nats-values.yaml: config.cluster.enabled is not true`,
+		`helm/nats-values.yaml: config.cluster.replicas is 1`,
+		`helm/nats-values.yaml: JetStream does not keep its file store on a persistent volume`,
+		`helm/nats-values.yaml: JetStream acknowledges writes before they reach the disk (sync_interval "2m")`,
 		// across files
 		`compose/compose.yaml: the roles disagree on --replicas`,
 		`compose/compose.yaml: the workers' --ack-wait 1m30s is not above the planners' --action-timeout 2m0s`,
@@ -273,8 +296,10 @@ type deployReport struct {
 	runs          []*roleRun
 	natsMonitor   map[string]int // where the NATS monitoring port is named → the port
 	scaledObjects int
-	healthchecks  int // container health checks that run the binary
-	docCommands   int // scheduler commands checked in Markdown files
+	natsSync      int             // NATS configurations whose sync_interval the check read
+	natsConfs     map[string]bool // NATS configuration files (from the deploy folder) a compose service mounts
+	healthchecks  int             // container health checks that run the binary
+	docCommands   int             // scheduler commands checked in Markdown files
 }
 
 func (r *deployReport) bad(where, format string, a ...any) {
@@ -485,7 +510,7 @@ type deployFile struct {
 // checkDeploy checks every file under dir. repo is the repository root
 // the Dockerfile builds from ("" to skip what needs it).
 func checkDeploy(dir, repo string) *deployReport {
-	r := &deployReport{natsMonitor: map[string]int{}}
+	r := &deployReport{natsMonitor: map[string]int{}, natsConfs: map[string]bool{}}
 	var files []deployFile
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -514,6 +539,7 @@ func checkDeploy(dir, repo string) *deployReport {
 		gitignores  = map[string][]string{} // folder → patterns
 		ignores     []deployFile
 		markdown    []deployFile
+		natsConfs   []deployFile
 		kube        = map[string]*kubeFolder{}
 	)
 	for _, f := range files {
@@ -529,6 +555,8 @@ func checkDeploy(dir, repo string) *deployReport {
 			dotenvs = append(dotenvs, f)
 		case strings.HasSuffix(base, ".md"):
 			markdown = append(markdown, f)
+		case strings.HasSuffix(base, ".conf"):
+			natsConfs = append(natsConfs, f)
 		case strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml"):
 			docs, err := yamlDocuments(f.data)
 			if err != nil {
@@ -538,6 +566,8 @@ func checkDeploy(dir, repo string) *deployReport {
 			switch {
 			case len(docs) == 1 && docs[0]["services"] != nil:
 				compose = append(compose, f)
+			case len(docs) == 1 && ymap(docs[0]["config"])["jetstream"] != nil:
+				r.checkNATSHelmValues(f, docs[0])
 			case len(docs) > 0 && docs[0]["kind"] != nil:
 				folder := path.Dir(f.rel)
 				if kube[folder] == nil {
@@ -564,6 +594,11 @@ func checkDeploy(dir, repo string) *deployReport {
 	}
 	for _, f := range dotenvs {
 		r.checkDotenv(f, composeVars[path.Dir(f.rel)], gitignores)
+	}
+	for _, f := range natsConfs {
+		if !r.natsConfs[f.rel] {
+			r.bad(f.rel, "no NATS service of a compose file runs with it (--config)")
+		}
 	}
 	for folder, patterns := range gitignores {
 		for _, f := range files {
@@ -983,14 +1018,14 @@ func (r *deployReport) checkCompose(f deployFile, dir string, dockerfiles map[st
 		if len(test) == 0 || test[0] == "NONE" || health["disable"] == true {
 			r.bad(where, "has no health check")
 		}
-		mounts := map[string]bool{}
+		mounts := map[string]string{} // target → source
 		for _, v := range ylist(s.svc["volumes"]) {
 			src, target, _ := strings.Cut(ystr(v), ":")
 			target, _, _ = strings.Cut(target, ":")
 			if m := ymap(v); m != nil {
 				src, target = ystr(m["source"]), ystr(m["target"])
 			}
-			mounts[target] = true
+			mounts[target] = src
 			if !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "/") {
 				if _, ok := volumes[src]; !ok {
 					r.bad(where, "mounts the volume %s, which the file does not declare", src)
@@ -1009,15 +1044,16 @@ func (r *deployReport) checkCompose(f deployFile, dir string, dockerfiles map[st
 		command := ystrs(s.svc["command"])
 		switch s.kind {
 		case "nats":
-			s.ports["client"] = 4222
-			if v := cliValue(command, "--port", "-p"); v != "" {
-				s.ports["client"], _ = strconv.Atoi(v)
+			opts, err := r.natsOptions(command, mounts, dir, folder)
+			if err != nil {
+				r.bad(where, "the NATS command line: %v", err)
+				break
 			}
-			if cliValue(command, "--jetstream", "-js") == "" {
+			s.ports["client"] = cmp.Or(opts.Port, 4222)
+			if !opts.JetStream {
 				r.bad(where, "runs NATS without JetStream")
 			}
-			monitor, _ := strconv.Atoi(cliValue(command, "--http_port", "-m"))
-			if monitor == 0 {
+			if monitor := opts.HTTPPort; monitor == 0 {
 				r.bad(where, "runs NATS without its monitoring port (--http_port)")
 			} else {
 				s.ports["monitor"] = monitor
@@ -1026,8 +1062,12 @@ func (r *deployReport) checkCompose(f deployFile, dir string, dockerfiles map[st
 					r.natsMonitor[where+" health check"] = portOf(u)
 				}
 			}
-			if store := cmpOr(cliValue(command, "--store_dir", "-sd"), "/tmp"); !mounts[store] {
+			if store := cmpOr(opts.StoreDir, "/tmp"); mounts[store] == "" {
 				r.bad(where, "JetStream stores in %s, which is not a mounted volume", store)
+			}
+			r.natsSync++
+			if !opts.SyncAlways {
+				r.bad(where, "JetStream acknowledges writes before they reach the disk (it syncs every %s): set sync_interval: always in the jetstream block of a --config file", cmp.Or(opts.SyncInterval, 2*time.Minute))
 			}
 		case "redis":
 			s.ports["client"] = 6379
@@ -1040,7 +1080,7 @@ func (r *deployReport) checkCompose(f deployFile, dir string, dockerfiles map[st
 			if p := cliValue(command, "--maxmemory-policy"); p != "" && p != "noeviction" {
 				r.bad(where, "--maxmemory-policy %s: an evicted timer key loses occurrences unnoticed", p)
 			}
-			if !mounts["/data"] {
+			if _, ok := mounts["/data"]; !ok {
 				r.bad(where, "keeps its data (/data) on no volume")
 			}
 		case "azurite":
@@ -1058,6 +1098,68 @@ func (r *deployReport) checkCompose(f deployFile, dir string, dockerfiles map[st
 			r.checkComposeRole(f.rel, s, all, image)
 		}
 	}
+}
+
+// natsOptions reads a NATS server's command line as nats-server does,
+// with the configuration file --config names: the file of the deploy
+// folder that the service mounts there.
+func (r *deployReport) natsOptions(command []string, mounts map[string]string, dir, folder string) (*server.Options, error) {
+	args := slices.Clone(command)
+	if conf := cliValue(args, "--config", "-c"); conf != "" {
+		src := mounts[conf]
+		if !strings.HasPrefix(src, ".") {
+			return nil, fmt.Errorf("--config %s is not a file of the deploy folder mounted into the container", conf)
+		}
+		rel := path.Join(folder, src)
+		r.natsConfs[rel] = true
+		host := filepath.Join(dir, filepath.FromSlash(rel))
+		for i, a := range args {
+			switch {
+			case a == conf && i > 0 && (args[i-1] == "--config" || args[i-1] == "-c"):
+				args[i] = host
+			case a == "--config="+conf || a == "-c="+conf:
+				args[i] = strings.SplitN(a, "=", 2)[0] + "=" + host
+			}
+		}
+	}
+	fs := flag.NewFlagSet("nats-server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	nop := func() {}
+	return server.ConfigureOptions(fs, args, nop, nop, nop)
+}
+
+// checkNATSHelmValues checks values for the official NATS Helm chart: a
+// cluster of three nodes or more, JetStream on persistent volumes, every
+// write synced to disk before it is acknowledged, the monitoring port.
+func (r *deployReport) checkNATSHelmValues(f deployFile, doc map[string]any) {
+	cfg := ymap(doc["config"])
+	cluster, js := ymap(cfg["cluster"]), ymap(cfg["jetstream"])
+	if cluster["enabled"] != true {
+		r.bad(f.rel, "config.cluster.enabled is not true: one NATS server, whose loss stops the scheduler")
+	}
+	if n, ok := yint(cluster["replicas"]); ok && n < 3 {
+		r.bad(f.rel, "config.cluster.replicas is %d; the streams' three replicas need three nodes", n)
+	}
+	if js["enabled"] != true {
+		r.bad(f.rel, "config.jetstream.enabled is not true")
+	}
+	if store := ymap(js["fileStore"]); store["enabled"] == false || ymap(store["pvc"])["enabled"] == false {
+		r.bad(f.rel, "JetStream does not keep its file store on a persistent volume (config.jetstream.fileStore.pvc)")
+	}
+	r.natsSync++
+	if v := ystr(ymap(js["merge"])["sync_interval"]); v != "always" {
+		r.bad(f.rel, "JetStream acknowledges writes before they reach the disk (sync_interval %q): set config.jetstream.merge.sync_interval: always", cmpOr(v, "2m, the default"))
+	}
+	monitor := ymap(cfg["monitor"])
+	if monitor["enabled"] == false {
+		r.bad(f.rel, "config.monitor.enabled is false: KEDA reads the workers' lag from the monitoring port")
+		return
+	}
+	port := 8222
+	if p, ok := yint(monitor["port"]); ok {
+		port = p
+	}
+	r.natsMonitor[f.rel+" config.monitor.port"] = port
 }
 
 // serverNames names the servers a role connects to.
@@ -1460,7 +1562,21 @@ func (k *kubeFolder) checkDeployment(r *deployReport, d kubeDoc, image *dockerIm
 				r.bad(cwhere, "declares container port %d; the role listens on %d", n, port)
 			}
 		}
-		for probe, want := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		// The startup probe holds the liveness probe off while the role
+		// waits at start-up for NATS and Redis.
+		for probe, want := range map[string]string{"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+			if probe == "startupProbe" && ct[probe] != nil {
+				period, failures := 10, 3
+				if n, ok := yint(ymap(ct[probe])["periodSeconds"]); ok {
+					period = n
+				}
+				if n, ok := yint(ymap(ct[probe])["failureThreshold"]); ok {
+					failures = n
+				}
+				if d := time.Duration(period*failures) * time.Second; d < 2*time.Minute {
+					r.bad(cwhere, "the startupProbe gives the role %s to start; it waits for NATS and Redis: allow 2m or more", d)
+				}
+			}
 			get := ymap(ymap(ct[probe])["httpGet"])
 			if get == nil {
 				r.bad(cwhere, "has no %s with httpGet", probe)

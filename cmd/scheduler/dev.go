@@ -20,7 +20,14 @@ JetStream (data under --data-dir, so collections, jobs and history survive a
 restart), an embedded Redis-protocol server (rebuilt from NATS at every
 start), the planner with its REST API, a worker and the history consumer.
 The API needs no token on loopback, and HTTP actions may call endpoints on
-loopback.`,
+loopback.
+
+The embedded NATS server writes every message to disk (fsync) before it
+acknowledges it (JetStream's sync_interval: always, as in the deploy files),
+so what the API accepted survives a crash of the machine, not only of the
+process. One process at a time uses a data directory: a second scheduler
+dev on the same --data-dir stops at once, naming the directory and the
+process holding it (the lock file scheduler-dev.lock in it).`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API")
@@ -61,7 +68,7 @@ func printWelcome(cmd *cobra.Command, env *dev.Env) {
 	base := api + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	fmt.Fprintf(cmd.OutOrStdout(), `scheduler dev is running.
   REST API   %s (Azure Scheduler 2016-03-01 paths; no token needed on loopback)
-  NATS       %s (embedded, JetStream)
+  NATS       %s (embedded, JetStream; every write on disk before it is acknowledged)
   Health     %s/healthz   %s/readyz   Metrics %s/metrics
 
 Create a job collection and a job that calls an endpoint every minute, 5 times:

@@ -37,12 +37,14 @@ type Config struct {
 // Service is a running history role.
 type Service struct {
 	nc       *nats.Conn
+	watch    *health.NATSWatch
 	consumer *history.Consumer
 	http     *health.Server
 	stopOnce sync.Once
 }
 
-// Start connects and starts the history consumer.
+// Start connects and starts the history consumer. While NATS is not
+// answering it waits, logging why, until ctx ends (see streams.Retry).
 func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.NATSURL == "" {
 		return nil, errors.New("the NATS URL is required (--nats-url or SCHEDULER_NATS_URL)")
@@ -63,11 +65,13 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 
 func (s *Service) start(ctx context.Context, cfg Config) error {
 	var err error
+	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(cfg.NATSURL, "history")
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "history", cfg.Logger)
 	if err != nil {
 		return err
 	}
+	s.watch = health.WatchNATS(s.nc, health.NATSConfig{})
 	reg := cfg.Metrics
 	hc := cfg.History
 	hc.Logger, hc.Stored = cfg.Logger, reg.History().Stored
@@ -76,7 +80,8 @@ func (s *Service) start(ctx context.Context, cfg Config) error {
 	}
 	reg.WatchConsumer(js, contracts.ResultsStream, contracts.HistoryConsumer)
 	if cfg.Listen != "" {
-		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }, reg.Handler()); err != nil {
+		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler()); err != nil {
 			return err
 		}
 	}
@@ -95,6 +100,9 @@ func (s *Service) Stop(ctx context.Context) {
 			s.consumer.Stop()
 		}
 		s.http.Shutdown(ctx)
+		if s.watch != nil {
+			s.watch.Stop()
+		}
 		if s.nc != nil {
 			s.nc.Close()
 		}

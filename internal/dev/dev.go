@@ -1,9 +1,10 @@
 // Package dev runs the whole scheduler in one process for `scheduler dev`:
 // an embedded NATS server with JetStream (file store under the data
-// directory, so collections, jobs and history survive a restart), an
+// directory, written to disk before each write is acknowledged, so
+// collections, jobs and history survive a restart and a crash), an
 // embedded Redis-protocol server (miniredis, rebuilt from NATS at every
 // start), and the three roles: the planner with its API, a worker and the
-// history consumer.
+// history consumer. One process at a time uses a data directory.
 package dev
 
 import (
@@ -33,8 +34,8 @@ import (
 type Config struct {
 	// Listen is the API's address. Defaults to 127.0.0.1:8080.
 	Listen string
-	// DataDir holds the NATS store and the encryption key. Defaults to
-	// ./scheduler-data.
+	// DataDir holds the NATS store and the encryption key; one process at
+	// a time uses it (see LockFile). Defaults to ./scheduler-data.
 	DataDir string
 	// Actions configures the worker's senders. HTTP actions may always
 	// reach loopback addresses in dev, so that a job can call a local
@@ -49,6 +50,7 @@ type Config struct {
 
 // Env is a running development environment.
 type Env struct {
+	lock    *dirLock
 	nats    *server.Server
 	redis   *miniredis.Miniredis
 	planner *service.Service
@@ -56,7 +58,8 @@ type Env struct {
 	history *historyservice.Service
 }
 
-// Start starts the embedded servers and the planner.
+// Start starts the embedded servers and the planner. It fails with
+// ErrDataDirInUse when another process runs on the data directory.
 func Start(ctx context.Context, cfg Config) (*Env, error) {
 	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:8080")
 	cfg.DataDir = cmp.Or(cfg.DataDir, "scheduler-data")
@@ -66,16 +69,27 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	key, err := seal.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "encryption.key"))
+	lock, err := lockDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{}
+	e := &Env{lock: lock}
+	key, err := seal.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "encryption.key"))
+	if err != nil {
+		e.Stop(context.Background())
+		return nil, err
+	}
+	store := filepath.Join(cfg.DataDir, "nats")
+	// SyncAlways: JetStream writes each message to disk (fsync) before it
+	// acknowledges it, as the deploy files' servers do; by default it
+	// would sync every two minutes, and a crash of the machine would lose
+	// what was acknowledged since. docs/benchmarks.md measures the cost.
 	e.nats, err = server.NewServer(&server.Options{
 		ServerName: "scheduler-dev", Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(cfg.DataDir, "nats"), NoLog: true, NoSigs: true,
+		StoreDir: store, SyncAlways: true, NoLog: true, NoSigs: true,
 	})
 	if err != nil {
+		e.Stop(context.Background())
 		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
 	e.nats.Start()
@@ -83,6 +97,8 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		e.Stop(context.Background())
 		return nil, errors.New("the embedded NATS server did not start")
 	}
+	cfg.Logger.Info("embedded NATS server started", slog.String("url", e.nats.ClientURL()), slog.String("store", store),
+		slog.String("sync", "always: each write is on disk before it is acknowledged"))
 	e.redis = miniredis.NewMiniRedis()
 	if err := e.redis.StartAddr("127.0.0.1:0"); err != nil {
 		e.Stop(context.Background())
@@ -126,7 +142,8 @@ func (e *Env) NATSURL() string { return e.nats.ClientURL() }
 // Ready reports whether every stored job has been scheduled.
 func (e *Env) Ready() bool { return e.planner != nil && e.planner.Ready() }
 
-// Stop stops the roles and the embedded servers.
+// Stop stops the roles and the embedded servers, and releases the data
+// directory.
 func (e *Env) Stop(ctx context.Context) {
 	if e.worker != nil {
 		e.worker.Stop(ctx)
@@ -144,4 +161,5 @@ func (e *Env) Stop(ctx context.Context) {
 		e.nats.Shutdown()
 		e.nats.WaitForShutdown()
 	}
+	e.lock.release()
 }

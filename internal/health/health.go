@@ -1,5 +1,5 @@
 // Package health serves the /healthz and /readyz endpoints every role has:
-// alive, and ready to do its work.
+// alive (or in need of a restart), and ready to do its work.
 package health
 
 import (
@@ -9,27 +9,45 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
 )
 
-// Readiness returns what keeps a role from being ready; none means ready.
-type Readiness func(ctx context.Context) []string
+// Check returns what is wrong; nothing means all is well.
+type Check func(ctx context.Context) []string
 
-// Register adds GET /healthz (200 while the process serves) and GET /readyz
-// (200 when ready reports nothing, 503 with the reasons otherwise) to mux.
-func Register(mux *http.ServeMux, ready Readiness) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+// Checks are what a role's /healthz and /readyz report.
+type Checks struct {
+	// Alive reports what makes the role need a restart, such as a NATS
+	// connection lost for longer than NATSDownLimit. Defaults to nothing.
+	Alive Check
+	// Ready reports what keeps the role from doing its work now. Defaults
+	// to nothing.
+	Ready Check
+}
+
+// Register adds GET /healthz (200 while checks.Alive reports nothing, 503
+// with the reasons otherwise: the liveness probe, whose failure asks the
+// orchestrator for a restart) and GET /readyz (200 while checks.Ready
+// reports nothing, 503 with the reasons otherwise: the readiness probe) to
+// mux.
+func Register(mux *http.ServeMux, checks Checks) {
+	mux.HandleFunc("GET /healthz", serve(checks.Alive, "ok", "not alive"))
+	mux.HandleFunc("GET /readyz", serve(checks.Ready, "ready", "not ready"))
+}
+
+func serve(check Check, good, bad string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if problems := ready(ctx); len(problems) > 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "not ready: %s\n", strings.Join(problems, "; "))
-			return
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if check != nil {
+			if problems := check(ctx); len(problems) > 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "%s: %s\n", bad, strings.Join(problems, "; "))
+				return
+			}
 		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
+		fmt.Fprintln(w, good)
+	}
 }
 
 // Server serves a role's HTTP endpoints on one address.
@@ -49,11 +67,11 @@ func Listen(addr string, h http.Handler) (*Server, error) {
 	return s, nil
 }
 
-// ListenReady serves /healthz, /readyz and, when metrics is not nil,
+// ListenRole serves /healthz, /readyz and, when metrics is not nil,
 // GET /metrics on addr.
-func ListenReady(addr string, ready Readiness, metrics http.Handler) (*Server, error) {
+func ListenRole(addr string, checks Checks, metrics http.Handler) (*Server, error) {
 	mux := http.NewServeMux()
-	Register(mux, ready)
+	Register(mux, checks)
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
@@ -75,12 +93,4 @@ func (s *Server) Shutdown(ctx context.Context) {
 	if s != nil {
 		_ = s.http.Shutdown(ctx)
 	}
-}
-
-// NATSReady reports a problem when the connection is not connected.
-func NATSReady(nc *nats.Conn) []string {
-	if st := nc.Status(); st != nats.CONNECTED {
-		return []string{"NATS: " + st.String()}
-	}
-	return nil
 }

@@ -1,6 +1,9 @@
 // Package streams defines the JetStream streams and durable consumers the
 // roles share (EXEC, RESULTS, HISTORY), so that every role that starts
-// first creates them the same way.
+// first creates them the same way, and how a role connects and waits at
+// start-up for a cluster that is not answering yet: every Ensure function
+// retries with backoff (see Retry) until the cluster answers or its
+// context ends.
 package streams
 
 import (
@@ -9,26 +12,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
 )
-
-// Connect connects a role to NATS at url, reconnecting for ever after a
-// loss, and returns the connection and its JetStream context.
-func Connect(url, role string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, nats.Name("scheduler "+role), nats.MaxReconnects(-1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to NATS: %w", err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("JetStream: %w", err)
-	}
-	return nc, js, nil
-}
 
 // Retention of the streams.
 const (
@@ -53,8 +40,15 @@ const (
 
 // EnsureExec creates or updates the EXEC stream: a work queue whose
 // duplicate window (longer than the planners' claim lease) drops an
-// execution published twice.
+// execution published twice. It waits for a cluster that is not answering
+// yet (see Retry).
 func EnsureExec(ctx context.Context, js jetstream.JetStream, replicas int, duplicates time.Duration) error {
+	return Retry(ctx, "the "+contracts.ExecStream+" stream", func(ctx context.Context) error {
+		return ensureExec(ctx, js, replicas, duplicates)
+	})
+}
+
+func ensureExec(ctx context.Context, js jetstream.JetStream, replicas int, duplicates time.Duration) error {
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        contracts.ExecStream,
 		Description: "Executions due: one message per attempt, consumed by the workers",
@@ -77,27 +71,44 @@ const DefaultExecDuplicates = 2 * time.Minute
 
 // ExecStream returns the EXEC stream, creating it with
 // DefaultExecDuplicates when it does not exist; an existing stream is left
-// as the planners configured it.
+// as the planners configured it. It waits for a cluster that is not
+// answering yet (see Retry).
 func ExecStream(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
-	s, err := js.Stream(ctx, contracts.ExecStream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		if err := EnsureExec(ctx, js, replicas, DefaultExecDuplicates); err != nil {
-			return nil, err
-		}
+	var s jetstream.Stream
+	err := Retry(ctx, "the "+contracts.ExecStream+" stream", func(ctx context.Context) error {
+		var err error
 		s, err = js.Stream(ctx, contracts.ExecStream)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening the %s stream: %w", contracts.ExecStream, err)
-	}
-	return s, nil
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if err := ensureExec(ctx, js, replicas, DefaultExecDuplicates); err != nil {
+				return err
+			}
+			s, err = js.Stream(ctx, contracts.ExecStream)
+		}
+		if err != nil {
+			return fmt.Errorf("opening the %s stream: %w", contracts.ExecStream, err)
+		}
+		return nil
+	})
+	return s, err
 }
 
 // EnsureResults creates or updates the RESULTS stream and makes sure its
 // two durable consumers exist, so that no result published before the
 // planner or the history consumer first started is lost: the stream keeps a
 // result until both have acknowledged it (interest retention), at most
-// ResultsMaxAge. Each role then sets its own consumer's configuration.
+// ResultsMaxAge. Each role then sets its own consumer's configuration. It
+// waits for a cluster that is not answering yet (see Retry).
 func EnsureResults(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
+	var s jetstream.Stream
+	err := Retry(ctx, "the "+contracts.ResultsStream+" stream and its consumers", func(ctx context.Context) error {
+		var err error
+		s, err = ensureResults(ctx, js, replicas)
+		return err
+	})
+	return s, err
+}
+
+func ensureResults(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        contracts.ResultsStream,
 		Description: "Result events (CloudEvents JSON), one per attempt",
@@ -163,9 +174,20 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 
 // EnsureHistory creates or updates the HISTORY stream: one subject per job,
 // at most MaxPerJob entries each, none older than MaxAge. Direct gets are
-// allowed, so any replica answers reads.
+// allowed, so any replica answers reads. It waits for a cluster that is
+// not answering yet (see Retry).
 func EnsureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfig) (jetstream.Stream, error) {
 	cfg = cfg.withDefaults()
+	var s jetstream.Stream
+	err := Retry(ctx, "the "+contracts.HistoryStream+" stream", func(ctx context.Context) error {
+		var err error
+		s, err = ensureHistory(ctx, js, cfg)
+		return err
+	})
+	return s, err
+}
+
+func ensureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfig) (jetstream.Stream, error) {
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              contracts.HistoryStream,
 		Description:       "Job history: one entry per attempt",
@@ -182,4 +204,16 @@ func EnsureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfi
 		return nil, fmt.Errorf("creating the %s stream: %w", contracts.HistoryStream, err)
 	}
 	return s, nil
+}
+
+// EnsureConsumer creates or updates the durable consumer cfg of the
+// stream s, waiting for a cluster that is not answering yet (see Retry).
+func EnsureConsumer(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	var c jetstream.Consumer
+	err := Retry(ctx, "the "+cfg.Durable+" consumer of "+s.CachedInfo().Config.Name, func(ctx context.Context) error {
+		var err error
+		c, err = s.CreateOrUpdateConsumer(ctx, cfg)
+		return err
+	})
+	return c, err
 }

@@ -26,6 +26,7 @@ var natsErrors = []error{
 	nats.ErrDisconnected,
 	nats.ErrStaleConnection,
 	nats.ErrNoServers,
+	nats.ErrMaxConnectionsExceeded,
 	nats.ErrReconnectBufExceeded,
 	nats.ErrSlowConsumer,
 	jetstream.ErrNoStreamResponse,
@@ -38,14 +39,24 @@ var natsErrors = []error{
 	jetstream.ErrJetStreamNotEnabled,
 }
 
-// JetStream API error codes of a condition that passes, besides those
-// answered with status 503.
-const (
-	errCodeClusterNotAssigned = 10007 // JetStream cluster not assigned to this server
-	errCodeClusterNotLeader   = 10009 // JetStream cluster can not handle request
-	errCodeRaftGeneral        = 10041 // a Raft group failed to apply, such as during an election
-	errCodeStreamOffline      = 10118 // stream is offline
-)
+// apiCodes are the JetStream API errors of a condition that passes,
+// besides those answered with status 503: a cluster that is not (yet) able
+// to answer — JetStream starting, no meta leader, a stream or consumer
+// without a leader or offline, too few nodes up for the replicas asked.
+var apiCodes = map[jetstream.ErrorCode]bool{
+	10005: true, // no suitable peers for placement (a node is down)
+	10007: true, // JetStream cluster not assigned to this server
+	10008: true, // JetStream system temporarily unavailable
+	10009: true, // JetStream cluster can not handle request
+	10023: true, // insufficient resources (a node is down)
+	10039: true, // JetStream not enabled for account (yet)
+	10041: true, // a Raft group failed to apply, such as during an election
+	10076: true, // JetStream not enabled (yet)
+	10118: true, // stream is offline
+	10119: true, // consumer is offline
+	10194: true, // stream is offline: reason
+	10195: true, // consumer is offline: reason
+}
 
 // redisPrefixes start the Redis error replies of a condition that passes:
 // the server is loading its data set, the cluster is down or resharding, a
@@ -70,11 +81,7 @@ func Is(err error) bool {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode {
-		case errCodeClusterNotAssigned, errCodeClusterNotLeader, errCodeRaftGeneral, errCodeStreamOffline:
-			return true
-		}
-		return apiErr.Code == 503
+		return apiCodes[apiErr.ErrorCode] || apiErr.Code == 503
 	}
 	return isRedis(err) || isNetwork(err)
 }

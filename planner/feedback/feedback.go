@@ -104,7 +104,7 @@ func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, followUps Fol
 	if err != nil {
 		return nil, err
 	}
-	cons, err := results.CreateOrUpdateConsumer(ctx, streams.ResultsConsumerConfig(contracts.PlannerConsumer))
+	cons, err := streams.EnsureConsumer(ctx, results, streams.ResultsConsumerConfig(contracts.PlannerConsumer))
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.PlannerConsumer, err)
 	}

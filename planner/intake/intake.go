@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/streams"
 )
 
 // Applier serves one API request inside the process (api.Server.Apply).
@@ -64,15 +65,19 @@ type Intake struct {
 	consume jetstream.ConsumeContext
 }
 
-// EnsureStream creates or updates the INTAKE stream.
+// EnsureStream creates or updates the INTAKE stream, waiting for a cluster
+// that is not answering yet (see streams.Retry).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg Config) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:      contracts.IntakeStream,
-		Subjects:  []string{contracts.IntakeSubjectPrefix + ">"},
-		Retention: jetstream.WorkQueuePolicy,
-		Storage:   jetstream.FileStorage,
-		Replicas:  max(cfg.Replicas, 1),
-		MaxAge:    max(cfg.MaxAge, 0),
+	err := streams.Retry(ctx, "the "+contracts.IntakeStream+" stream", func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:      contracts.IntakeStream,
+			Subjects:  []string{contracts.IntakeSubjectPrefix + ">"},
+			Retention: jetstream.WorkQueuePolicy,
+			Storage:   jetstream.FileStorage,
+			Replicas:  max(cfg.Replicas, 1),
+			MaxAge:    max(cfg.MaxAge, 0),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("creating the %s stream: %w", contracts.IntakeStream, err)
@@ -97,8 +102,12 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, api Appli
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to %s: %w", contracts.RequestSubjectPrefix+">", err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, contracts.IntakeStream, jetstream.ConsumerConfig{
-		Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: 10,
+	var cons jetstream.Consumer
+	err = streams.Retry(ctx, "the "+Consumer+" consumer of "+contracts.IntakeStream, func(ctx context.Context) (err error) {
+		cons, err = js.CreateOrUpdateConsumer(ctx, contracts.IntakeStream, jetstream.ConsumerConfig{
+			Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: 10,
+		})
+		return err
 	})
 	if err != nil {
 		in.Stop()

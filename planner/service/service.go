@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -135,6 +136,7 @@ func Loopback(addr string) bool {
 type Service struct {
 	cfg      Config
 	nc       *nats.Conn
+	watch    *health.NATSWatch
 	rdb      redis.UniversalClient
 	engine   *dispatch.Engine
 	feedback *feedback.Consumer
@@ -144,7 +146,9 @@ type Service struct {
 	stopOnce sync.Once
 }
 
-// Start connects, opens and starts everything, and serves the API.
+// Start connects, opens and starts everything, and serves the API. While
+// NATS or Redis is not answering it waits, logging why, until ctx ends
+// (see streams.Retry).
 func Start(ctx context.Context, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -164,15 +168,17 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(cfg.NATSURL, "planner")
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "planner", cfg.Logger)
 	if err != nil {
 		return err
 	}
+	s.watch = health.WatchNATS(s.nc, health.NATSConfig{})
 	if s.rdb, err = redisClient(cfg.RedisURL, cfg.RedisCluster); err != nil {
 		return err
 	}
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
+	if err := streams.RetryWhile(ctx, "Redis", redisTransient, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }); err != nil {
 		return fmt.Errorf("connecting to Redis: %w", err)
 	}
 	st, err := store.Open(ctx, js, store.Config{Replicas: cfg.Replicas, Sealer: sealer, Now: cfg.Now})
@@ -207,7 +213,7 @@ func (s *Service) start(ctx context.Context) error {
 	if s.engine, err = dispatch.New(js, st, followUps, ix, dc); err != nil {
 		return err
 	}
-	if err := s.engine.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := s.engine.Start(ctx); err != nil {
 		return err
 	}
 	s.feedback, err = feedback.Start(ctx, js, s.engine.Jobs(), s.engine.FollowUps(), s.engine.Wake, st, ix,
@@ -230,7 +236,7 @@ func (s *Service) start(ctx context.Context) error {
 		"Occurrences claimed by a planner and not yet committed: being published, or left by a stopped planner until their lease ends.",
 	})
 	mux := http.NewServeMux()
-	health.Register(mux, s.ready)
+	health.Register(mux, health.Checks{Alive: s.watch.Alive, Ready: s.ready})
 	mux.Handle("GET /metrics", reg.Handler())
 	mux.Handle("/", observe.API(server, api.RouteOf))
 	if s.http, err = health.Listen(cfg.Listen, mux); err != nil {
@@ -256,10 +262,26 @@ func redisClient(url string, cluster bool) (redis.UniversalClient, error) {
 	return redis.NewClient(opts), nil
 }
 
+// redisTransient reports whether a failed Redis ping is worth repeating:
+// no answer (yet), or a server loading its data or a cluster without a
+// quorum. Credentials refused are not.
+func redisTransient(err error) bool {
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	for _, prefix := range []string{"LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "max number of clients"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // ready reports what keeps the planner from being ready: NATS or Redis not
 // connected, or the stored jobs not all scheduled yet.
 func (s *Service) ready(ctx context.Context) []string {
-	problems := health.NATSReady(s.nc)
+	problems := s.watch.Ready(ctx)
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		problems = append(problems, "Redis: "+err.Error())
 	}
@@ -298,6 +320,9 @@ func (s *Service) Stop(ctx context.Context) {
 		s.tracer.Shutdown(ctx)
 		if s.rdb != nil {
 			s.rdb.Close()
+		}
+		if s.watch != nil {
+			s.watch.Stop()
 		}
 		if s.nc != nil {
 			s.nc.Close()

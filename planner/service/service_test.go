@@ -2,11 +2,17 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
@@ -46,4 +52,89 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 		n, _ := rdb.Keys(context.Background(), prefix+":*").Result()
 		return len(n) > 0
 	}, "nothing scheduled under the prefix %s", prefix)
+}
+
+// A planner started before NATS and Redis are up waits for each, logging
+// why, and comes up and serves once they answer; its /healthz then
+// follows the NATS connection, failing at once when it is closed for good.
+func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
+	t.Parallel()
+	natsPort, redisPort := testkit.FreePort(t), testkit.FreePort(t)
+	var logs testkit.Logs
+	type started struct {
+		svc *Service
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		svc, err := Start(context.Background(), Config{
+			NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort), RedisURL: fmt.Sprintf("redis://127.0.0.1:%d", redisPort),
+			Listen: "127.0.0.1:0", EncryptionKey: make([]byte, 32), Logger: logs.Logger(),
+		})
+		done <- started{svc, err}
+	}()
+	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
+		"the wait for NATS was not logged:\n%s", logs.String())
+	testkit.NATSOn(t, t.TempDir(), natsPort, true)
+	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "what=Redis") },
+		"the wait for Redis was not logged:\n%s", logs.String())
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr(fmt.Sprintf("127.0.0.1:%d", redisPort)); err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	var svc *Service
+	select {
+	case s := <-done:
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		svc = s.svc
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Start did not return once the servers were up:\n%s", logs.String())
+	}
+	defer svc.Stop(context.Background())
+	api := "http://" + svc.Addr()
+	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := testkit.Call(t, "GET", api+"/readyz", ""); return code == http.StatusOK }, "never ready")
+	base := api + "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
+	if code, body := testkit.Call(t, "PUT", base, `{"properties": {}}`); code != http.StatusCreated {
+		t.Fatalf("collection: %d %s", code, body)
+	}
+	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	svc.nc.Close()
+	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
+		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
+	}
+}
+
+// replyError is an error reply of a Redis server.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// The planner waits out a Redis that does not answer yet, or is loading
+// its data, but not one that refuses its credentials.
+func TestRedisTransient(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true},
+		{context.DeadlineExceeded, true},
+		{io.EOF, true},
+		{replyError("LOADING Redis is loading the dataset in memory"), true},
+		{replyError("CLUSTERDOWN The cluster is down"), true},
+		{replyError("ERR max number of clients reached"), true},
+		{replyError("WRONGPASS invalid username-password pair or user is disabled."), false},
+		{replyError("NOAUTH Authentication required."), false},
+		{errors.New("redis: client is closed"), false},
+	} {
+		if got := redisTransient(tt.err); got != tt.want {
+			t.Errorf("redisTransient(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
 }

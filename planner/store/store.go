@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/streams"
 )
 
 // Errors of the store, wrapped with the key they concern; test with
@@ -79,7 +80,9 @@ type Store struct {
 }
 
 // Open binds the KV bucket cfg.Bucket, creating it (file storage, one
-// revision per key) when it does not exist.
+// revision per key) when it does not exist. It waits for a cluster that is
+// not answering yet (see streams.Retry); a stream of the bucket's name that
+// is not a bucket fails at once.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -94,23 +97,29 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 
 // bindOrCreate binds an existing bucket without changing its configuration,
 // so that a process started with other settings does not reconfigure a
-// bucket the others share.
+// bucket the others share. While the cluster does not answer (a node
+// restarting, a leader being elected) it waits, until ctx ends.
 func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg Config, description string) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      cfg.Bucket,
-		Description: description,
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    cfg.Replicas,
+	var kv jetstream.KeyValue
+	err := streams.Retry(ctx, "the KV bucket "+cfg.Bucket, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return err
+		}
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      cfg.Bucket,
+			Description: description,
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			// Another process created it first.
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+		return err
 	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		// Another process created it first.
-		return js.KeyValue(ctx, cfg.Bucket)
-	}
 	return kv, err
 }
 

@@ -62,6 +62,7 @@ func (c Config) validate() error {
 type Service struct {
 	cfg      Config
 	nc       *nats.Conn
+	watch    *health.NATSWatch
 	senders  actions.Sender
 	worker   *worker.Worker
 	http     *health.Server
@@ -69,7 +70,8 @@ type Service struct {
 	stopOnce sync.Once
 }
 
-// Start connects and starts the worker.
+// Start connects and starts the worker. While NATS is not answering it
+// waits, logging why, until ctx ends (see streams.Retry).
 func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -100,11 +102,13 @@ func (s *Service) start(ctx context.Context) error {
 	if s.senders, err = builtin.New(cfg.Actions); err != nil {
 		return err
 	}
+	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(cfg.NATSURL, "worker")
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "worker", cfg.Logger)
 	if err != nil {
 		return err
 	}
+	s.watch = health.WatchNATS(s.nc, health.NATSConfig{})
 	wc := cfg.Worker
 	reg := cfg.Metrics
 	wc.Sender, wc.Sealer, wc.Logger, wc.Observer = s.senders, sealer, cfg.Logger, reg.Worker()
@@ -121,7 +125,8 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	reg.WatchConsumer(js, contracts.ExecStream, contracts.WorkersConsumer)
 	if cfg.Listen != "" {
-		if s.http, err = health.ListenReady(cfg.Listen, func(context.Context) []string { return health.NATSReady(s.nc) }, reg.Handler()); err != nil {
+		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler()); err != nil {
 			return err
 		}
 	}
@@ -143,6 +148,9 @@ func (s *Service) Stop(ctx context.Context) {
 		s.http.Shutdown(ctx)
 		if s.senders != nil {
 			_ = s.senders.Close()
+		}
+		if s.watch != nil {
+			s.watch.Stop()
 		}
 		if s.nc != nil {
 			s.nc.Close()

@@ -1,0 +1,87 @@
+package testkit
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// FreePort returns a loopback TCP port nothing listens on, for a server
+// that a test starts later.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// NATSOn is NATSIn listening on port, so that a test can start a server
+// after its clients, or stop one and start another where it was; with
+// jetStream false the server runs without JetStream.
+func NATSOn(t testing.TB, dir string, port int, jetStream bool) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: port, JetStream: jetStream, StoreDir: dir,
+		NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatalf("starting NATS: %v", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatalf("NATS did not become ready on port %d", port)
+	}
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	return ns
+}
+
+// Logs collects what a logger writes, for a test to wait for a line.
+type Logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Logger returns a text logger, at debug level, that writes to l.
+func (l *Logs) Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Contains reports whether a line written so far contains every one of
+// parts.
+func (l *Logs) Contains(parts ...string) bool {
+	for _, line := range strings.Split(l.String(), "\n") {
+		found := true
+		for _, p := range parts {
+			found = found && strings.Contains(line, p)
+		}
+		if found {
+			return true
+		}
+	}
+	return false
+}
