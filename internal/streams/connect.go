@@ -74,6 +74,10 @@ func connectOptions(role string, log *slog.Logger) []nats.Option {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.PingInterval(PingInterval),
 		nats.MaxPingsOutstanding(MaxPingsOutstanding),
+		// Nothing is held back while reconnecting: a write reaches a server
+		// now or fails now, so that a caller told it failed (an API 503, a
+		// publish given back) never sees it land later.
+		nats.ReconnectBufSize(-1),
 		nats.ConnectHandler(func(nc *nats.Conn) { server.Store(RedactURL(nc.ConnectedUrl())) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil when the role closes it

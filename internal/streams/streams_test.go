@@ -65,6 +65,11 @@ func TestTheConnectionReconnectsAndLogsWithoutCredentials(t *testing.T) {
 	ns.WaitForShutdown()
 	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "disconnected from NATS") },
 		"the disconnection was not logged:\n%s", logs.String())
+	// While it reconnects, nothing is held back to be sent later: a write
+	// fails now, so that one reported failed never lands afterwards.
+	if err := nc.Publish("anything", []byte("x")); err == nil {
+		t.Error("a publish while reconnecting was buffered, to be sent later")
+	}
 	testkit.NATSOn(t, dir, port, true)
 	testkit.Eventually(t, 15*time.Second, nc.IsConnected, "did not reconnect")
 	testkit.Eventually(t, 10*time.Second, func() bool {
