@@ -140,6 +140,36 @@ func (n *NATSNode) Routes(ctx context.Context) (int, error) {
 	return len(peers), nil
 }
 
+// Clients returns how many client connections named name the node holds
+// (the scheduler's roles name theirs "scheduler planner", "scheduler
+// worker", "scheduler history").
+func (n *NATSNode) Clients(ctx context.Context, name string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MonitorURL()+"/connz?limit=4096", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", n.ServerName, err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Connections []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		return 0, fmt.Errorf("%s: /connz: %w", n.ServerName, err)
+	}
+	count := 0
+	for _, c := range body.Connections {
+		if c.Name == name {
+			count++
+		}
+	}
+	return count, nil
+}
+
 // NATSCluster starts a JetStream cluster of size nats-server processes
 // (configuration files and stores in a temporary folder, sync_interval
 // always), waits until every node is healthy and returns it. The test's
@@ -265,6 +295,41 @@ func (c *JetStreamCluster) LeaderOf(ctx context.Context, stream string) (*NATSNo
 		return nil, fmt.Errorf("stream %s is led by %q, not a node of this cluster", stream, info.Cluster.Leader)
 	}
 	return n, nil
+}
+
+// MoveLeader makes node lead stream: it asks the leader to step down in
+// favour of node, and waits until node leads (or ctx ends).
+func (c *JetStreamCluster) MoveLeader(ctx context.Context, stream string, node *NATSNode) error {
+	nc, _, err := c.JetStream()
+	if err != nil {
+		return err
+	}
+	for {
+		leader, err := c.LeaderOf(ctx, stream)
+		if err == nil && leader == node {
+			return nil
+		}
+		if err == nil {
+			body, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": node.ServerName}})
+			rctx, cancel := context.WithTimeout(ctx, infoTimeout)
+			var msg *nats.Msg
+			msg, err = nc.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, body)
+			cancel()
+			var answer struct {
+				Error *struct {
+					Description string `json:"description"`
+				} `json:"error"`
+			}
+			if err == nil && json.Unmarshal(msg.Data, &answer) == nil && answer.Error != nil {
+				err = errors.New(answer.Error.Description)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("moving the lead of %s to %s: %v", stream, node.ServerName, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // StreamCurrent returns nil when stream has a leader and every replica is

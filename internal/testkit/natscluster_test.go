@@ -17,9 +17,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// A node of the cluster killed with -9 hands the leadership of its streams
-// to another; started again on its ports and store, it comes back into the
-// cluster and its replica catches up.
+// The lead of a stream can be moved to a chosen node; that node, killed
+// with -9, hands the lead to another; started again on its ports and
+// store, it comes back into the cluster and its replica catches up.
 func TestANATSClusterSurvivesTheLossOfItsLeader(t *testing.T) {
 	FaultsMode(t)
 	t.Parallel()
@@ -39,6 +39,21 @@ func TestANATSClusterSurvivesTheLossOfItsLeader(t *testing.T) {
 	leader, err := c.LeaderOf(ctx, "T")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The test's own connection is on one node; the lead moves to another.
+	for _, n := range c.Nodes {
+		if clients, err := n.Clients(ctx, "test"); err != nil {
+			t.Fatal(err)
+		} else if clients == 0 && n != leader {
+			if err := c.MoveLeader(ctx, "T", n); err != nil {
+				t.Fatal(err)
+			}
+			leader = n
+			break
+		}
+	}
+	if clients, _ := leader.Clients(ctx, "test"); clients != 0 {
+		t.Fatalf("%s, which leads T, holds the test's connection", leader.ServerName)
 	}
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
