@@ -3,7 +3,6 @@ package testkit
 import (
 	"bytes"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,18 +10,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 )
-
-// FreePort returns a loopback TCP port nothing listens on, for a server
-// that a test starts later.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // NATSOn is NATSIn listening on port, so that a test can start a server
 // after its clients, or stop one and start another where it was; with
