@@ -3,6 +3,7 @@ package contracts
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,15 +73,16 @@ func TestTallyAdd(t *testing.T) {
 	at := func(m int) time.Time { return time.Date(2026, 1, 1, 0, m, 0, 0, time.UTC) }
 	var tally Tally
 	for _, r := range []Result{
-		{ActionName: MainAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(1), Outcome: Failed},
-		{ActionName: MainAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(2), Outcome: Failed, LastAttempt: true},
-		{ActionName: ErrorAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(3), Outcome: Succeeded},
-		{ActionName: MainAction, Occurrence: 0, ExpectedTime: at(9), StartTime: at(9), Outcome: Succeeded}, // a run outside the schedule
-		{ActionName: MainAction, Occurrence: 2, ExpectedTime: at(5), StartTime: at(5), Outcome: Succeeded},
+		{OccurrenceID: "a1a1a1a1ffff", ActionName: MainAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(1), Outcome: Failed},
+		{OccurrenceID: "b2b2b2b2ffff", ActionName: MainAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(2), Outcome: Failed, LastAttempt: true},
+		{OccurrenceID: "c3c3c3c3ffff", ActionName: ErrorAction, Occurrence: 1, ExpectedTime: at(1), StartTime: at(3), Outcome: Succeeded},
+		{OccurrenceID: "d4d4d4d4ffff", ActionName: MainAction, Occurrence: 0, ExpectedTime: at(9), StartTime: at(9), Outcome: Succeeded}, // a run outside the schedule
+		{OccurrenceID: "e5e5e5e5ffff", ActionName: MainAction, Occurrence: 2, ExpectedTime: at(5), StartTime: at(5), Outcome: Succeeded},
 	} {
 		tally = tally.Add(r)
 	}
-	want := Tally{Occurrence: 2, OccurrenceTime: at(5), Executions: 4, Failures: 2, Faulted: 1, LastExecution: at(9)}
+	want := Tally{Occurrence: 2, OccurrenceTime: at(5), Executions: 4, Failures: 2, Faulted: 1, LastExecution: at(9),
+		Recent: "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4e5e5e5e5"}
 	if tally != want {
 		t.Fatalf("tally %+v, want %+v", tally, want)
 	}
@@ -88,6 +90,12 @@ func TestTallyAdd(t *testing.T) {
 	tally = tally.Add(Result{ActionName: MainAction, Occurrence: 1, ExpectedTime: at(30), StartTime: at(30), Outcome: Succeeded})
 	if tally.Occurrence != 1 || !tally.OccurrenceTime.Equal(at(30)) {
 		t.Errorf("after a restarted schedule: %+v", tally)
+	}
+	for i := range RecentAttempts {
+		tally = tally.Add(Result{OccurrenceID: fmt.Sprintf("%08d", i), ActionName: ErrorAction, Outcome: Succeeded})
+	}
+	if tally.Recent != "0000000000000001000000020000000300000004000000050000000600000007" {
+		t.Errorf("the recent attempts %q, want the latest %d", tally.Recent, RecentAttempts)
 	}
 	st := tally.Status()
 	if st.ExecutionCount != 5 || st.FailureCount != 2 || st.FaultedCount != 1 || !st.LastExecutionTime.Equal(at(30)) {

@@ -1,6 +1,9 @@
 package contracts
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // TallyHeader is the NATS header of each history entry that carries the
 // job's Tally after the entry, as JSON. The planner restores its counters
@@ -23,6 +26,38 @@ type Tally struct {
 	Faulted    int64 `json:"faultedCount,omitempty"`
 	// LastExecution is when the latest attempt of the main action started.
 	LastExecution time.Time `json:"lastExecutionTime,omitzero"`
+	// Recent holds the tags (AttemptTag) of the job's latest counted
+	// attempts, oldest first, at most RecentAttempts of them: a result
+	// delivered again after the tally was restored from history is
+	// recognised by its tag and not counted twice.
+	Recent string `json:"recent,omitempty"`
+}
+
+// A tally remembers the tags of its job's latest RecentAttempts attempts,
+// TagLen characters each.
+const (
+	TagLen         = 8
+	RecentAttempts = 8
+)
+
+// AttemptTag returns the tag of an attempt's occurrence id in a tally's
+// Recent list: its first TagLen characters (of 32 hex digits), unique among
+// one job's recent attempts. A shorter id is padded with spaces.
+func AttemptTag(id string) string {
+	if len(id) < TagLen {
+		return fmt.Sprintf("%*s", TagLen, id)
+	}
+	return id[:TagLen]
+}
+
+// Remember returns recent (a Recent list) with the tag of id added, the
+// oldest tags dropped beyond RecentAttempts.
+func Remember(recent, id string) string {
+	recent += AttemptTag(id)
+	if n := TagLen * RecentAttempts; len(recent) > n {
+		recent = recent[len(recent)-n:]
+	}
+	return recent
 }
 
 // Counts returns what the result adds to a tally: one execution for an
@@ -55,6 +90,7 @@ func (t Tally) Add(r Result) Tally {
 	if r.Occurrence > 0 && r.ExpectedTime.After(t.OccurrenceTime) {
 		t.Occurrence, t.OccurrenceTime = r.Occurrence, r.ExpectedTime.UTC()
 	}
+	t.Recent = Remember(t.Recent, r.OccurrenceID)
 	return t
 }
 

@@ -141,9 +141,16 @@ func (r *Reader) list(ctx context.Context, ref contracts.JobRef) ([]contracts.Hi
 	return entries, nil
 }
 
+// CatchUpWait bounds how long Tallies waits for the history consumer to
+// store the results published before it was called.
+const CatchUpWait = 10 * time.Second
+
 // Tallies returns the tally of the newest entry of every job that has
 // history, by the job's KV key. It reads headers only, one message per job.
+// It first waits, at most CatchUpWait, until the history consumer has stored
+// every result published so far, so that the tallies count them.
 func (r *Reader) Tallies(ctx context.Context) (map[string]contracts.Tally, error) {
+	r.awaitHistoryConsumer(ctx)
 	var tallies map[string]contracts.Tally
 	err := r.retrying(ctx, func() error {
 		var err error
@@ -151,6 +158,52 @@ func (r *Reader) Tallies(ctx context.Context) (map[string]contracts.Tally, error
 		return err
 	})
 	return tallies, err
+}
+
+// awaitHistoryConsumer waits, at most CatchUpWait, until the history
+// consumer has acknowledged every result RESULTS held when it was called
+// (or there is no such consumer, or no such stream). It reports whether it
+// has.
+func (r *Reader) awaitHistoryConsumer(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+	defer cancel()
+	var last uint64
+	for {
+		done, err := func() (bool, error) {
+			if last == 0 {
+				s, err := r.js.Stream(ctx, contracts.ResultsStream)
+				if err != nil {
+					return false, err
+				}
+				info, err := s.Info(ctx)
+				if err != nil {
+					return false, err
+				}
+				if last = info.State.LastSeq; last == 0 {
+					return true, nil
+				}
+			}
+			c, err := r.js.Consumer(ctx, contracts.ResultsStream, contracts.HistoryConsumer)
+			if err != nil {
+				return false, err
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return false, err
+			}
+			return info.AckFloor.Stream >= last || info.NumPending == 0 && info.NumAckPending == 0, nil
+		}()
+		if done || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return true
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // tallies makes one try of Tallies.

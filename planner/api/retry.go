@@ -21,8 +21,9 @@ import (
 
 // How long one attempt may take: a point read or write, and a listing, a
 // job's create (which counts the collection's jobs) or a collection's
-// deletion. An attempt cut short is retried while the window lasts, so a
-// request answers within its window and one attempt.
+// deletion. An attempt cut short is retried while the window lasts; none
+// runs past the window by more than pointAttempt, so a request answers
+// within its window and a second.
 const (
 	pointAttempt = time.Second
 	bulkAttempt  = 5 * time.Second
@@ -60,7 +61,13 @@ func retry[T any](ctx context.Context, attempt time.Duration, retryable func(err
 	w, _ := ctx.Value(retryWindowKey{}).(*retryWindow)
 	backoff := firstBackoff
 	for {
-		actx, cancel := context.WithTimeout(ctx, attempt)
+		timeout := attempt
+		if w != nil {
+			// No attempt runs past the window by more than a point read's
+			// time, so that a request answers within about the window.
+			timeout = min(attempt, max(time.Until(w.end), 0)+pointAttempt)
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		v, err = op(actx)
 		cancel()
 		if err == nil || !transient.Is(err) {

@@ -204,6 +204,15 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 		}
 		work = append(work, pending{msg: m, result: r, job: j, decision: d, next: next})
 	}
+	if len(work) > 0 && !c.timerBuilt(ctx) {
+		// Redis lost the timer: counting now would start the jobs' counters
+		// from zero before the rebuild restores them from history, and the
+		// restore does not overwrite a status. The results wait.
+		for _, p := range work {
+			_ = p.msg.NakWithDelay(time.Second)
+		}
+		return
+	}
 	work = c.settle(ctx, work)
 	if len(work) > 0 {
 		records := make([]timer.Record, len(work))
@@ -244,6 +253,20 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 		}
 		_ = p.msg.Ack()
 	}
+}
+
+// timerBuilt reports whether the timer holds the jobs' counters: it was not
+// emptied since it was last built.
+func (c *Consumer) timerBuilt(ctx context.Context) bool {
+	built, err := c.ix.Built(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("looking at the timer", slog.String("error", err.Error()))
+		return false
+	}
+	if !built {
+		c.cfg.Logger.Info("the timer is being rebuilt; results wait until it is")
+	}
+	return built
 }
 
 // settle keeps what follows each result in the follow-ups bucket, several

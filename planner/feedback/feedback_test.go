@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
@@ -145,6 +146,8 @@ func (k *keptFollowUps) of(id string) (*timer.Entry, bool) {
 }
 
 type env struct {
+	rdb       redis.UniversalClient
+	prefix    string
 	js        jetstream.JetStream
 	store     *store.Store
 	ix        *timer.Index
@@ -167,13 +170,16 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := ix.MarkBuilt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	fu := &keptFollowUps{kept: map[string]*timer.Entry{}}
 	c, err := Start(t.Context(), js, storeJobs{st}, fu, nil, st, ix, Config{Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	return &env{js: js, store: st, ix: ix, followUps: fu}
+	return &env{rdb: rdb, prefix: prefix, js: js, store: st, ix: ix, followUps: fu}
 }
 
 func (e *env) publish(t *testing.T, r contracts.Result) {
@@ -296,4 +302,41 @@ func TestAFollowUpIsKeptBeforeTheTimerHasIt(t *testing.T) {
 		e2, ok, err := e.ix.Get(t.Context(), j.Ref.KVKey(), "r1")
 		return err == nil && ok && e2.Attempt == 1
 	}, "the retry is not in the timer")
+}
+
+// Regression: a result counted while the timer was being rebuilt after
+// Redis lost it started the job's counters from zero, and the rebuild then
+// left them so (it restores only the statuses Redis does not hold): the
+// counters from history were lost. Results now wait for the rebuild.
+func TestResultsWaitWhileTheTimerIsRebuilt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	j, err := e.store.CreateJob(t.Context(), jobOf(t, `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
+	e.publish(t, lastResult(j, contracts.Succeeded))
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumRedelivered > 0
+	}, "the result was not handed back while the timer was not built")
+	if _, found, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()}); err != nil || found[0] {
+		t.Fatalf("the result was counted before the timer was rebuilt (%v)", err)
+	}
+	// The rebuild restores the counters from history, then marks the timer.
+	if err := e.ix.RestoreStatuses(t.Context(), map[string]contracts.Tally{j.Ref.KVKey(): {Executions: 41, Failures: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ix.MarkBuilt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		tallies, _, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()})
+		return err == nil && tallies[0].Executions == 42 && tallies[0].Failures == 1
+	}, "the result was not counted on top of the restored counters")
 }

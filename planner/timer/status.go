@@ -20,23 +20,16 @@ import (
 //	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent
 //
 // where the times are unix ms (0 for none) and recent holds the tags of the
-// job's latest recorded attempts, tagLen characters each, at most
-// recentTags of them: a result recorded again (its execution or result was
-// delivered again) is recognised by its tag and changes nothing.
+// job's latest recorded attempts (contracts.Tally.Recent): a result recorded
+// again (its execution or result was delivered again) is recognised by its
+// tag and changes nothing.
 const (
-	tagLen     = 8
-	recentTags = 8
+	tagLen     = contracts.TagLen
+	recentTags = contracts.RecentAttempts
 )
 
-// attemptTag returns the tag of an attempt id in a job's recent list: the
-// first tagLen characters of its occurrence id (32 hex digits), unique among
-// one job's recent attempts.
-func attemptTag(id string) string {
-	if len(id) < tagLen {
-		return fmt.Sprintf("%*s", tagLen, id)
-	}
-	return id[:tagLen]
-}
+// attemptTag returns the tag of an attempt id in a job's recent list.
+func attemptTag(id string) string { return contracts.AttemptTag(id) }
 
 // Record is what one result changes in the timer: the job's status, and the
 // attempt that follows it, if any.
@@ -224,7 +217,8 @@ func (ix *Index) RestoreStatuses(ctx context.Context, tallies map[string]contrac
 	return nil
 }
 
-// packStatus returns the stored form of a tally, with no recent attempts.
+// packStatus returns the stored form of a tally, with its recent attempts
+// when they can be stored (whole tags, none holding '|').
 func packStatus(t contracts.Tally) string {
 	ms := func(at time.Time) int64 {
 		if at.IsZero() {
@@ -232,7 +226,11 @@ func packStatus(t contracts.Tally) string {
 		}
 		return at.UnixMilli()
 	}
-	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted, ms(t.LastExecution))
+	recent := t.Recent
+	if len(recent)%tagLen != 0 || len(recent) > tagLen*recentTags || strings.Contains(recent, "|") {
+		recent = ""
+	}
+	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|%s", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted, ms(t.LastExecution), recent)
 }
 
 // unpackStatus reads a stored status.
@@ -249,6 +247,7 @@ func unpackStatus(v string) (contracts.Tally, bool) {
 		Failures:       p.int(f[3], "failures"),
 		Faulted:        p.int(f[4], "faulted"),
 		LastExecution:  msTime(p.int(f[5], "last execution")),
+		Recent:         f[6],
 	}
 	return t, p.err == nil
 }

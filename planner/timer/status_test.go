@@ -43,7 +43,7 @@ func TestRecord(t *testing.T) {
 			t.Fatalf("recorded %v, %v", recorded, err)
 		}
 		got, ok := mustStatus(t, ix, keyOf("a"))
-		want := contracts.Tally{Executions: 2, Failures: 2, Faulted: 1, LastExecution: t0.Add(time.Minute)}
+		want := contracts.Tally{Executions: 2, Failures: 2, Faulted: 1, LastExecution: t0.Add(time.Minute), Recent: "0000000100000002"}
 		if !ok || got != want {
 			t.Fatalf("status %+v (found %v), want %+v", got, ok, want)
 		}
@@ -168,7 +168,8 @@ func TestRestoreStatuses(t *testing.T) {
 	if _, err := ix.Record(t.Context(), kept); err != nil {
 		t.Fatal(err)
 	}
-	restored := contracts.Tally{Occurrence: 9, OccurrenceTime: t0, Executions: 12, Failures: 3, Faulted: 1, LastExecution: t0.Add(time.Second)}
+	restored := contracts.Tally{Occurrence: 9, OccurrenceTime: t0, Executions: 12, Failures: 3, Faulted: 1, LastExecution: t0.Add(time.Second),
+		Recent: contracts.AttemptTag(attemptID(7))}
 	if err := ix.RestoreStatuses(t.Context(), map[string]contracts.Tally{keyOf("a"): {Executions: 99}, keyOf("b"): restored}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,12 @@ func TestRestoreStatuses(t *testing.T) {
 	if got, ok := mustStatus(t, ix, keyOf("b")); !ok || got != restored {
 		t.Fatalf("restored %+v, want %+v", got, restored)
 	}
-	// A restored status counts on from where it was.
+	// A restored status counts on from where it was, and knows the
+	// attempts counted before it was lost: one delivered again is not
+	// counted twice.
+	if recorded, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(7), Executions: 1}); err != nil || recorded {
+		t.Fatalf("an attempt counted before the loss was counted again (%v)", err)
+	}
 	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(2), Executions: 1, Failures: 1}); err != nil {
 		t.Fatal(err)
 	}
