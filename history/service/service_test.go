@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,44 +18,24 @@ func TestHistoryStartedBeforeNATSWaitsForIt(t *testing.T) {
 	t.Parallel()
 	port := testkit.FreePort(t)
 	var logs testkit.Logs
-	type started struct {
-		svc *Service
-		err error
-	}
-	done := make(chan started, 1)
-	go func() {
-		svc, err := Start(context.Background(), Config{
+	wait := testkit.InBackground(t, func() (*Service, error) {
+		return Start(context.Background(), Config{
 			NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", port),
 			Listen:  "127.0.0.1:0", Logger: logs.Logger(),
 		})
-		done <- started{svc, err}
-	}()
+	})
 	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
 		"the wait for NATS was not logged:\n%s", logs.String())
 	ns := testkit.NATSOn(t, t.TempDir(), port, true)
-	var svc *Service
-	select {
-	case s := <-done:
-		if s.err != nil {
-			t.Fatal(s.err)
-		}
-		svc = s.svc
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Start did not return once NATS was up:\n%s", logs.String())
-	}
+	svc := wait()
 	defer svc.Stop(context.Background())
 	_, js := testkit.JetStream(t, ns)
 	if _, err := js.Consumer(context.Background(), contracts.ResultsStream, contracts.HistoryConsumer); err != nil {
 		t.Fatalf("the history consumer: %v", err)
 	}
 	base := "http://" + svc.Addr()
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := testkit.Call(t, "GET", base+path, ""); code != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, code, body)
-		}
+	if code, body := testkit.Call(t, "GET", base+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", code, body)
 	}
-	svc.nc.Close()
-	if code, body := testkit.Call(t, "GET", base+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
-		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
-	}
+	testkit.HealthFollowsNATS(t, base, svc.nc.Close)
 }

@@ -21,21 +21,9 @@ import (
 // empty embedded Redis.
 func TestAJobSurvivesARestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	addr := "127.0.0.1:0" // the first start picks a port; the restart takes it again
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func() *Env {
-		env, err := Start(context.Background(), Config{Listen: addr, DataDir: dir, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = env.APIAddr()
-		testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
-		return env
-	}
-
+	start := restartable(t)
 	env := start()
-	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	base := "http://" + env.APIAddr() + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	job := `{"properties": {"startTime": "2030-01-01T09:00:00Z",
 		"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "POST",
 			"authentication": {"type": "Basic", "username": "u", "password": "kept-secret"}}},
@@ -70,6 +58,25 @@ func TestAJobSurvivesARestart(t *testing.T) {
 	}
 	if strings.Contains(body, "kept-secret") {
 		t.Fatalf("secret returned: %s", body)
+	}
+}
+
+// restartable returns a function that starts the development environment on
+// one data directory, each time on the address the first start took, and
+// waits until it is ready.
+func restartable(t *testing.T) func() *Env {
+	dir := t.TempDir()
+	addr := "127.0.0.1:0" // the first start picks a port; a restart takes it again
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return func() *Env {
+		t.Helper()
+		env, err := Start(context.Background(), Config{Listen: addr, DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = env.APIAddr()
+		testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
+		return env
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -41,19 +39,9 @@ func TestAPendingRetryRunsAfterARestart(t *testing.T) {
 		defer mu.Unlock()
 		return calls[path]
 	}
-	dir, addr := t.TempDir(), "127.0.0.1:0"
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func() *Env {
-		env, err := Start(context.Background(), Config{Listen: addr, DataDir: dir, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = env.APIAddr()
-		testkit.Eventually(t, 10*time.Second, env.Ready, "not ready")
-		return env
-	}
+	start := restartable(t)
 	env := start()
-	base := "http://" + addr + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
+	base := "http://" + env.APIAddr() + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	testkit.Call(t, "PUT", base, `{"properties": {}}`)
 	job := fmt.Sprintf(`{"properties": {"action": {"type": "Http", "request": {"uri": %q, "method": "POST"},
 		"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 1},

@@ -51,6 +51,17 @@ func Retry(ctx context.Context, what string, open func(ctx context.Context) erro
 	return RetryWhile(ctx, what, Transient, open)
 }
 
+// Open is Retry for an open that returns what it opened.
+func Open[T any](ctx context.Context, what string, open func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := Retry(ctx, what, func(ctx context.Context) error {
+		var err error
+		v, err = open(ctx)
+		return err
+	})
+	return v, err
+}
+
 // RetryWhile is Retry with another test of which errors are worth waiting
 // out, for a system other than NATS.
 func RetryWhile(ctx context.Context, what string, transient func(error) bool, open func(ctx context.Context) error) error {

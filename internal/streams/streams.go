@@ -99,13 +99,9 @@ func ExecStream(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 // ResultsMaxAge. Each role then sets its own consumer's configuration. It
 // waits for a cluster that is not answering yet (see Retry).
 func EnsureResults(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
-	var s jetstream.Stream
-	err := Retry(ctx, "the "+contracts.ResultsStream+" stream and its consumers", func(ctx context.Context) error {
-		var err error
-		s, err = ensureResults(ctx, js, replicas)
-		return err
+	return Open(ctx, "the "+contracts.ResultsStream+" stream and its consumers", func(ctx context.Context) (jetstream.Stream, error) {
+		return ensureResults(ctx, js, replicas)
 	})
-	return s, err
 }
 
 func ensureResults(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.Stream, error) {
@@ -178,13 +174,9 @@ func (c HistoryConfig) withDefaults() HistoryConfig {
 // not answering yet (see Retry).
 func EnsureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfig) (jetstream.Stream, error) {
 	cfg = cfg.withDefaults()
-	var s jetstream.Stream
-	err := Retry(ctx, "the "+contracts.HistoryStream+" stream", func(ctx context.Context) error {
-		var err error
-		s, err = ensureHistory(ctx, js, cfg)
-		return err
+	return Open(ctx, "the "+contracts.HistoryStream+" stream", func(ctx context.Context) (jetstream.Stream, error) {
+		return ensureHistory(ctx, js, cfg)
 	})
-	return s, err
 }
 
 func ensureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfig) (jetstream.Stream, error) {
@@ -209,11 +201,7 @@ func ensureHistory(ctx context.Context, js jetstream.JetStream, cfg HistoryConfi
 // EnsureConsumer creates or updates the durable consumer cfg of the
 // stream s, waiting for a cluster that is not answering yet (see Retry).
 func EnsureConsumer(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	var c jetstream.Consumer
-	err := Retry(ctx, "the "+cfg.Durable+" consumer of "+s.CachedInfo().Config.Name, func(ctx context.Context) error {
-		var err error
-		c, err = s.CreateOrUpdateConsumer(ctx, cfg)
-		return err
+	return Open(ctx, "the "+cfg.Durable+" consumer of "+s.CachedInfo().Config.Name, func(ctx context.Context) (jetstream.Consumer, error) {
+		return s.CreateOrUpdateConsumer(ctx, cfg)
 	})
-	return c, err
 }

@@ -91,32 +91,10 @@ func (n *NATSNode) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(n.Cl
 // MonitorURL returns the base URL of the node's monitoring endpoints.
 func (n *NATSNode) MonitorURL() string { return "http://127.0.0.1:" + strconv.Itoa(n.MonitorPort) }
 
-// Healthy returns nil when the node's /healthz answers 200: it runs, and
-// its JetStream is current with the cluster's.
-func (n *NATSNode) Healthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MonitorURL()+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", n.ServerName, err)
-	}
-	defer res.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-	}
-	_ = json.NewDecoder(res.Body).Decode(&body)
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: /healthz %d %s %s", n.ServerName, res.StatusCode, body.Status, body.Error)
-	}
-	return nil
-}
-
-// Routes returns how many routes the node has to other servers.
-func (n *NATSNode) Routes(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MonitorURL()+"/routez", nil)
+// monitor gets path from the node's monitoring endpoint and decodes its
+// JSON into v; it returns the status code.
+func (n *NATSNode) monitor(ctx context.Context, path string, v any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MonitorURL()+path, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -125,13 +103,38 @@ func (n *NATSNode) Routes(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("%s: %w", n.ServerName, err)
 	}
 	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		return res.StatusCode, fmt.Errorf("%s: %s: %w", n.ServerName, path, err)
+	}
+	return res.StatusCode, nil
+}
+
+// Healthy returns nil when the node's /healthz answers 200: it runs, and
+// its JetStream is current with the cluster's.
+func (n *NATSNode) Healthy(ctx context.Context) error {
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	code, err := n.monitor(ctx, "/healthz", &body)
+	if code == 0 {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("%s: /healthz %d %s %s", n.ServerName, code, body.Status, body.Error)
+	}
+	return nil
+}
+
+// Routes returns how many routes the node has to other servers.
+func (n *NATSNode) Routes(ctx context.Context) (int, error) {
 	var body struct {
 		Routes []struct {
 			RemoteName string `json:"remote_name"`
 		} `json:"routes"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
-		return 0, fmt.Errorf("%s: /routez: %w", n.ServerName, err)
+	if _, err := n.monitor(ctx, "/routez", &body); err != nil {
+		return 0, err
 	}
 	peers := map[string]bool{}
 	for _, r := range body.Routes {
@@ -144,22 +147,13 @@ func (n *NATSNode) Routes(ctx context.Context) (int, error) {
 // (the scheduler's roles name theirs "scheduler planner", "scheduler
 // worker", "scheduler history").
 func (n *NATSNode) Clients(ctx context.Context, name string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MonitorURL()+"/connz?limit=4096", nil)
-	if err != nil {
-		return 0, err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", n.ServerName, err)
-	}
-	defer res.Body.Close()
 	var body struct {
 		Connections []struct {
 			Name string `json:"name"`
 		} `json:"connections"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
-		return 0, fmt.Errorf("%s: /connz: %w", n.ServerName, err)
+	if _, err := n.monitor(ctx, "/connz?limit=4096", &body); err != nil {
+		return 0, err
 	}
 	count := 0
 	for _, c := range body.Connections {

@@ -3,6 +3,7 @@ package testkit
 import (
 	"bytes"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -71,4 +72,48 @@ func (l *Logs) Contains(parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// InBackground runs start (a role's Start, against servers that are not up
+// yet) in the background and returns a function that waits until it
+// returned, at most 30 s, and gives its result; an error fails the test.
+func InBackground[S any](t testing.TB, start func() (S, error)) (wait func() S) {
+	t.Helper()
+	type started struct {
+		v   S
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		v, err := start()
+		done <- started{v, err}
+	}()
+	return func() S {
+		t.Helper()
+		select {
+		case s := <-done:
+			if s.err != nil {
+				t.Fatal(s.err)
+			}
+			return s.v
+		case <-time.After(30 * time.Second):
+			t.Fatal("the start did not return once its servers were up")
+		}
+		var zero S
+		return zero
+	}
+}
+
+// HealthFollowsNATS checks a role's endpoints at base: /healthz answers
+// 200, then, once closeNATS closed its NATS connection for good, 503 naming
+// it.
+func HealthFollowsNATS(t testing.TB, base string, closeNATS func()) {
+	t.Helper()
+	if code, body := Call(t, "GET", base+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	closeNATS()
+	if code, body := Call(t, "GET", base+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
+		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
+	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
+
+	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
 // The storage account every Azurite instance serves, and its key. Both are
@@ -47,7 +49,7 @@ type AzuriteServer struct {
 // RequiredEnv says peers are required).
 func Azurite(t testing.TB) *AzuriteServer {
 	t.Helper()
-	port := FreePort(t)
+	port := testkit.FreePort(t)
 	p := start(t, "azurite", "node_modules/azurite/dist/src/queue/main.js",
 		"--queueHost", "127.0.0.1",
 		"--queuePort", strconv.Itoa(port),

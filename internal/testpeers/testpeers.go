@@ -59,17 +59,6 @@ func unavailable(t testing.TB, why string) {
 	t.Skipf("skipped: test peer unavailable: %s", why)
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Process is a running peer.
 type Process struct {
 	cmd    *exec.Cmd

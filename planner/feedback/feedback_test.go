@@ -190,6 +190,20 @@ func (e *env) publish(t *testing.T, r contracts.Result) {
 	}
 }
 
+// handedBack waits until the planners' consumer has delivered a result
+// again: the consumer handed it back.
+func (e *env) handedBack(t *testing.T, what string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumRedelivered > 0
+	}, what)
+}
+
 func lastResult(j store.Job, outcome contracts.Outcome) contracts.Result {
 	id := contracts.OccurrenceID(j.Ref, t0, contracts.MainAction, 0)
 	return contracts.Result{Version: contracts.MessageVersion, OccurrenceID: id, OccurrenceKey: "k", Job: j.Ref,
@@ -282,14 +296,7 @@ func TestAFollowUpIsKeptBeforeTheTimerHasIt(t *testing.T) {
 	r.LastAttempt = false // a retry follows
 	e.followUps.setFailing(true)
 	e.publish(t, r)
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(t.Context())
-		return err == nil && info.NumRedelivered > 0
-	}, "the result was not handed back while the follow-up could not be kept")
+	e.handedBack(t, "the result was not handed back while the follow-up could not be kept")
 	if _, found, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()}); err != nil || found[0] {
 		t.Fatalf("the result was counted before its follow-up was kept (%v)", err)
 	}
@@ -317,14 +324,7 @@ func TestResultsWaitWhileTheTimerIsRebuilt(t *testing.T) {
 	}
 	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
 	e.publish(t, lastResult(j, contracts.Succeeded))
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(t.Context())
-		return err == nil && info.NumRedelivered > 0
-	}, "the result was not handed back while the timer was not built")
+	e.handedBack(t, "the result was not handed back while the timer was not built")
 	if _, found, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()}); err != nil || found[0] {
 		t.Fatalf("the result was counted before the timer was rebuilt (%v)", err)
 	}

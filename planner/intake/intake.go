@@ -102,12 +102,10 @@ func Start(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, api Appli
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to %s: %w", contracts.RequestSubjectPrefix+">", err)
 	}
-	var cons jetstream.Consumer
-	err = streams.Retry(ctx, "the "+Consumer+" consumer of "+contracts.IntakeStream, func(ctx context.Context) (err error) {
-		cons, err = js.CreateOrUpdateConsumer(ctx, contracts.IntakeStream, jetstream.ConsumerConfig{
+	cons, err := streams.Open(ctx, "the "+Consumer+" consumer of "+contracts.IntakeStream, func(ctx context.Context) (jetstream.Consumer, error) {
+		return js.CreateOrUpdateConsumer(ctx, contracts.IntakeStream, jetstream.ConsumerConfig{
 			Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: 10,
 		})
-		return err
 	})
 	if err != nil {
 		in.Stop()

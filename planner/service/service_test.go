@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,18 +60,12 @@ func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
 	t.Parallel()
 	natsPort, redisPort := testkit.FreePort(t), testkit.FreePort(t)
 	var logs testkit.Logs
-	type started struct {
-		svc *Service
-		err error
-	}
-	done := make(chan started, 1)
-	go func() {
-		svc, err := Start(context.Background(), Config{
+	wait := testkit.InBackground(t, func() (*Service, error) {
+		return Start(context.Background(), Config{
 			NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort), RedisURL: fmt.Sprintf("redis://127.0.0.1:%d", redisPort),
 			Listen: "127.0.0.1:0", EncryptionKey: make([]byte, 32), Logger: logs.Logger(),
 		})
-		done <- started{svc, err}
-	}()
+	})
 	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
 		"the wait for NATS was not logged:\n%s", logs.String())
 	testkit.NATSOn(t, t.TempDir(), natsPort, true)
@@ -83,16 +76,7 @@ func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mr.Close()
-	var svc *Service
-	select {
-	case s := <-done:
-		if s.err != nil {
-			t.Fatal(s.err)
-		}
-		svc = s.svc
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Start did not return once the servers were up:\n%s", logs.String())
-	}
+	svc := wait()
 	defer svc.Stop(context.Background())
 	api := "http://" + svc.Addr()
 	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := testkit.Call(t, "GET", api+"/readyz", ""); return code == http.StatusOK }, "never ready")
@@ -100,13 +84,7 @@ func TestPlannerStartedBeforeItsServersWaitsForThem(t *testing.T) {
 	if code, body := testkit.Call(t, "PUT", base, `{"properties": {}}`); code != http.StatusCreated {
 		t.Fatalf("collection: %d %s", code, body)
 	}
-	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusOK {
-		t.Fatalf("/healthz: %d %s", code, body)
-	}
-	svc.nc.Close()
-	if code, body := testkit.Call(t, "GET", api+"/healthz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS: CLOSED") {
-		t.Fatalf("/healthz with the connection closed: %d %s", code, body)
-	}
+	testkit.HealthFollowsNATS(t, api, svc.nc.Close)
 }
 
 // replyError is an error reply of a Redis server.

@@ -100,12 +100,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 // bucket the others share. While the cluster does not answer (a node
 // restarting, a leader being elected) it waits, until ctx ends.
 func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg Config, description string) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	err := streams.Retry(ctx, "the KV bucket "+cfg.Bucket, func(ctx context.Context) error {
-		var err error
-		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	return streams.Open(ctx, "the KV bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
 		if !errors.Is(err, jetstream.ErrBucketNotFound) {
-			return err
+			return kv, err
 		}
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      cfg.Bucket,
@@ -115,12 +113,10 @@ func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg Config, descr
 			Replicas:    cfg.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			// Another process created it first.
-			kv, err = js.KeyValue(ctx, cfg.Bucket)
+			return js.KeyValue(ctx, cfg.Bucket) // another process created it first
 		}
-		return err
+		return kv, err
 	})
-	return kv, err
 }
 
 // timestamp drops the monotonic reading and the zone, so that a time reads

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -33,21 +32,11 @@ return n
 // Schedule does, and leaves alone the entries there already: a newer
 // attempt written meanwhile wins over the one being restored.
 func (ix *Index) ScheduleMissing(ctx context.Context, entries []Entry) error {
-	args := make([][]any, ix.cfg.Partitions)
-	for _, e := range entries {
-		if err := e.validate(); err != nil {
-			return fmt.Errorf("restoring entry %s: %w", e.name(), err)
-		}
-		p := partitionOf(e.JobKey, ix.cfg.Partitions)
-		args[p] = append(args[p], entryID(e.JobKey, e.Slot), e.Due.UnixMilli(), e.pack())
+	calls, err := ix.entryCalls(entries)
+	if err == nil {
+		err = ix.runAll(ctx, scheduleMissingScript, calls)
 	}
-	var calls []scriptCall
-	for p, a := range args {
-		for chunk := range slices.Chunk(a, 3*ix.cfg.Batch) {
-			calls = append(calls, scriptCall{keys: ix.parts[p], args: chunk})
-		}
-	}
-	if err := ix.runAll(ctx, scheduleMissingScript, calls); err != nil {
+	if err != nil {
 		return fmt.Errorf("restoring %d entries: %w", len(entries), err)
 	}
 	return nil

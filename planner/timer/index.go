@@ -85,10 +85,20 @@ func (ix *Index) ScheduleAll(ctx context.Context, entries []Entry) error {
 }
 
 func (ix *Index) schedule(ctx context.Context, entries []Entry) error {
+	calls, err := ix.entryCalls(entries)
+	if err != nil {
+		return err
+	}
+	return ix.runAll(ctx, scheduleScript, calls)
+}
+
+// entryCalls groups entries by partition into the calls of a script that
+// takes (id, due, packed entry) triples, at most Batch entries a call.
+func (ix *Index) entryCalls(entries []Entry) ([]scriptCall, error) {
 	args := make([][]any, ix.cfg.Partitions)
 	for _, e := range entries {
 		if err := e.validate(); err != nil {
-			return fmt.Errorf("entry %s: %w", e.name(), err)
+			return nil, fmt.Errorf("entry %s: %w", e.name(), err)
 		}
 		p := partitionOf(e.JobKey, ix.cfg.Partitions)
 		args[p] = append(args[p], entryID(e.JobKey, e.Slot), e.Due.UnixMilli(), e.pack())
@@ -99,7 +109,7 @@ func (ix *Index) schedule(ctx context.Context, entries []Entry) error {
 			calls = append(calls, scriptCall{keys: ix.parts[p], args: chunk})
 		}
 	}
-	return ix.runAll(ctx, scheduleScript, calls)
+	return calls, nil
 }
 
 // removeScript deletes one entry, pending or claimed.
