@@ -22,29 +22,17 @@ func TestConnectWaitsForAServerStartedLater(t *testing.T) {
 	t.Parallel()
 	port := testkit.FreePort(t)
 	var logs testkit.Logs
-	type result struct {
-		nc  *nats.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
+	wait := testkit.InBackground(t, func() (*nats.Conn, error) {
 		nc, _, err := Connect(context.Background(), fmt.Sprintf("nats://127.0.0.1:%d", port), "test", logs.Logger())
-		done <- result{nc, err}
-	}()
+		return nc, err
+	})
 	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
 		"no failed attempt was logged:\n%s", logs.String())
 	testkit.NATSOn(t, t.TempDir(), port, true)
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		defer r.nc.Close()
-		if !r.nc.IsConnected() {
-			t.Fatalf("returned a connection in state %s", r.nc.Status())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Connect did not return after the server started")
+	nc := wait()
+	defer nc.Close()
+	if !nc.IsConnected() {
+		t.Fatalf("returned a connection in state %s", nc.Status())
 	}
 }
 

@@ -29,25 +29,14 @@ func TestOpenWaitsForJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Open(ctx, js, Config{Sealer: newSealer(t)})
-		done <- err
-	}()
+	wait := testkit.InBackground(t, func() (*Store, error) { return Open(ctx, js, Config{Sealer: newSealer(t)}) })
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		return logs.Contains("level=WARN", "not available yet", "the KV bucket "+contracts.JobsBucket)
 	}, "the wait was not logged:\n%s", logs.String())
 	early.Shutdown()
 	early.WaitForShutdown()
 	testkit.NATSOn(t, t.TempDir(), port, true)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Open did not return once JetStream was there:\n%s", logs.String())
-	}
+	wait()
 }
 
 // A stream that takes the bucket's subjects is a configuration error: Open
