@@ -25,13 +25,14 @@ func (e *env) failed(t *testing.T) contracts.Result {
 	return r
 }
 
-// followUp does for result r what the feedback loop does: it decides what
-// follows, keeps it in the follow-ups bucket, then puts it in the timer.
-func (e *env) followUp(t *testing.T, d *Engine, ix *timer.Index, j store.Job, r contracts.Result) *timer.Entry {
+// followUp does for result r what the feedback loop does when it processes
+// it at processed: it decides what follows, keeps it in the follow-ups
+// bucket, then puts it in the timer.
+func (e *env) followUp(t *testing.T, d *Engine, ix *timer.Index, j store.Job, r contracts.Result, processed time.Time) *timer.Entry {
 	t.Helper()
 	dec := contracts.Decide(r, j.Properties.Action)
 	next := &timer.Entry{JobKey: j.Ref.KVKey(), Slot: FollowUpSlot(r.Occurrence, r.ExpectedTime), Expected: r.ExpectedTime,
-		Occurrence: r.Occurrence, Action: r.ActionName, Attempt: r.Attempt + 1, Due: e.clock.Now().Add(dec.Delay),
+		Occurrence: r.Occurrence, Action: r.ActionName, Attempt: r.Attempt + 1, Due: processed.Add(dec.Delay),
 		Remaining: 0, Revision: j.Revision}
 	switch dec.Next {
 	case contracts.RunErrorAction:
@@ -65,7 +66,7 @@ func TestAPendingRetryAndErrorActionSurviveTheLossOfRedis(t *testing.T) {
 	e.clock.Set(t0.Add(time.Minute))
 	d.Wake()
 	e.waitCount(t, 1)
-	retry := e.followUp(t, d, ix, j, e.failed(t))
+	retry := e.followUp(t, d, ix, j, e.failed(t), e.clock.Now())
 	if retry == nil || retry.Attempt != 1 || !retry.Due.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("the retry %+v", retry)
 	}
@@ -106,9 +107,11 @@ func TestAPendingRetryAndErrorActionSurviveTheLossOfRedis(t *testing.T) {
 	}
 
 	// Its last failure runs the error action, which survives the loss too.
+	// (The result is processed a minute ahead of the clock, so that the
+	// error action, due at once, waits for the loss.)
 	r := e.failed(t)
 	r.LastAttempt = true
-	errorAction := e.followUp(t, d, ix, j, r)
+	errorAction := e.followUp(t, d, ix, j, r, e.clock.Now().Add(time.Minute))
 	if errorAction == nil || errorAction.Action != contracts.ErrorAction {
 		t.Fatalf("the error action %+v", errorAction)
 	}
@@ -117,6 +120,7 @@ func TestAPendingRetryAndErrorActionSurviveTheLossOfRedis(t *testing.T) {
 		got, ok, err := ix.Get(ctx, j.Ref.KVKey(), errorAction.Slot)
 		return err == nil && ok && got.Action == contracts.ErrorAction
 	}, "the error action was not restored")
+	e.clock.Set(errorAction.Due)
 	d.Wake()
 	e.waitCount(t, 3)
 	if x, _ := e.lastExecution(t); x.ActionName != contracts.ErrorAction {
@@ -125,7 +129,7 @@ func TestAPendingRetryAndErrorActionSurviveTheLossOfRedis(t *testing.T) {
 	// Its result ends the follow-ups: nothing is left to restore.
 	done := e.failed(t)
 	done.Outcome = contracts.Succeeded
-	e.followUp(t, d, ix, j, done)
+	e.followUp(t, d, ix, j, done, e.clock.Now())
 	if _, _, ok, err := d.followUps.store.Get(ctx, j.Ref.KVKey(), errorAction.Slot); ok || err != nil {
 		t.Fatalf("the error action is still kept after its result (%v)", err)
 	}
