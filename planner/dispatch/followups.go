@@ -65,13 +65,21 @@ func (f *FollowUps) RunNow(ctx context.Context, j store.Job) error {
 	return nil
 }
 
+// SettleNeeded reports whether Settle has anything to do for result r
+// followed by next: something follows, or r is itself a follow-up or a run
+// whose record is to be cleared. The first attempt of an occurrence, with
+// nothing after it, has none.
+func SettleNeeded(r contracts.Result, next *timer.Entry) bool {
+	return next != nil || r.Occurrence == 0 || r.ActionName != contracts.MainAction || r.Attempt > 0
+}
+
 // Settle makes the bucket hold what follows result r of the job in r's
 // slot: next, or nothing when next is nil. A slot that holds a later
 // attempt already (r is an old result delivered again) is left as it is.
 // It must be called before next is put in the timer.
 func (f *FollowUps) Settle(ctx context.Context, r contracts.Result, next *timer.Entry) error {
-	if next == nil && r.Occurrence > 0 && r.ActionName == contracts.MainAction && r.Attempt == 0 {
-		return nil // the first attempt of an occurrence has no follow-up to clear
+	if !SettleNeeded(r, next) {
+		return nil
 	}
 	var want *store.FollowUp
 	if next != nil {

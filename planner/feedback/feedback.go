@@ -278,6 +278,9 @@ func (c *Consumer) settle(ctx context.Context, work []pending) []pending {
 	slots := make(chan struct{}, endParallelism)
 	var wg sync.WaitGroup
 	for i, p := range work {
+		if !dispatch.SettleNeeded(p.result, p.next) {
+			continue // most results: spare them a goroutine
+		}
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
