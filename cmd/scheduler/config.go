@@ -18,6 +18,10 @@ const (
 	envRedisURL       = "SCHEDULER_REDIS_URL"
 	envRedisCluster   = "SCHEDULER_REDIS_CLUSTER"
 	envListen         = "SCHEDULER_LISTEN"
+	envMaxConns       = "SCHEDULER_MAX_CONNECTIONS"
+	envAPIHosts       = "SCHEDULER_API_HOSTS" // comma-separated
+	envPublicURL      = "SCHEDULER_PUBLIC_URL"
+	envMetricsListen  = "SCHEDULER_METRICS_LISTEN"
 	envAPITokens      = "SCHEDULER_API_TOKENS" // comma-separated
 	envEncryptionKey  = "SCHEDULER_ENCRYPTION_KEY"
 	envKeyFile        = "SCHEDULER_ENCRYPTION_KEY_FILE"

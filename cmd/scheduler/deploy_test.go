@@ -335,8 +335,20 @@ func (r *roleRun) int(name string) int {
 }
 
 // listenPort returns the port of the run's --listen address.
-func (r *roleRun) listenPort() int {
-	_, p, err := net.SplitHostPort(r.flag("listen"))
+func (r *roleRun) listenPort() int { return r.port("listen") }
+
+// metricsPort returns the port /metrics is served on: --metrics-listen's,
+// or else --listen's.
+func (r *roleRun) metricsPort() int {
+	if r.flag("metrics-listen") != "" {
+		return r.port("metrics-listen")
+	}
+	return r.listenPort()
+}
+
+// port returns the port of the address in the flag name.
+func (r *roleRun) port(name string) int {
+	_, p, err := net.SplitHostPort(r.flag(name))
 	if err != nil {
 		return -1
 	}
@@ -1551,14 +1563,18 @@ func (k *kubeFolder) checkDeployment(r *deployReport, d kubeDoc, image *dockerIm
 		}
 		role := &kubeRole{run: run, ports: map[string]int{}}
 		dep.roles[ystr(ct["name"])] = role
-		port := run.listenPort()
-		if p, ok := ymap(ymap(template["metadata"])["annotations"])["prometheus.io/port"]; ok && ystr(p) != strconv.Itoa(port) {
-			r.bad(cwhere, "prometheus.io/port is %s; /metrics is on the role's --listen port %d", ystr(p), port)
+		port, metricsPort := run.listenPort(), run.metricsPort()
+		if p, ok := ymap(ymap(template["metadata"])["annotations"])["prometheus.io/port"]; ok && ystr(p) != strconv.Itoa(metricsPort) {
+			if metricsPort == port {
+				r.bad(cwhere, "prometheus.io/port is %s; /metrics is on the role's --listen port %d", ystr(p), port)
+			} else {
+				r.bad(cwhere, "prometheus.io/port is %s; /metrics is on the role's --metrics-listen port %d", ystr(p), metricsPort)
+			}
 		}
 		for _, p := range ylist(ct["ports"]) {
 			n, _ := yint(ymap(p)["containerPort"])
 			role.ports[ystr(ymap(p)["name"])] = n
-			if n != port {
+			if n != port && n != metricsPort {
 				r.bad(cwhere, "declares container port %d; the role listens on %d", n, port)
 			}
 		}

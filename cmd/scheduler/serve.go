@@ -15,6 +15,7 @@ import (
 	"github.com/jobscheduler/scheduler/actions/servicebus"
 	"github.com/jobscheduler/scheduler/actions/storagequeue"
 	historyservice "github.com/jobscheduler/scheduler/history/service"
+	"github.com/jobscheduler/scheduler/internal/health"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
 	"github.com/jobscheduler/scheduler/planner/service"
@@ -56,11 +57,12 @@ func runRole(cmd *cobra.Command, logger func() (*slog.Logger, error), grace time
 
 // commonFlags adds the flags every role has: the NATS server, the address
 // of its endpoints and the replicas of what it creates in JetStream.
-func commonFlags(flags *pflag.FlagSet, natsURL, listen *string, replicas *int, defaultListen, listenWhat string) map[string]string {
+func commonFlags(flags *pflag.FlagSet, natsURL, listen *string, limits *health.Limits, replicas *int, defaultListen, listenWhat string) map[string]string {
 	flags.StringVar(natsURL, "nats-url", "", "NATS server URL")
 	flags.StringVar(listen, "listen", defaultListen, "address of "+listenWhat)
+	flags.IntVar(&limits.MaxConns, "max-connections", health.DefaultLimits.MaxConns, "most client connections served at once on --listen; more wait until one closes")
 	flags.IntVar(replicas, "replicas", 1, "replicas of the KV bucket and streams (3 in a NATS cluster); all roles must agree")
-	return map[string]string{"nats-url": envNATSURL, "listen": envListen, "replicas": envReplicas}
+	return map[string]string{"nats-url": envNATSURL, "listen": envListen, "max-connections": envMaxConns, "replicas": envReplicas}
 }
 
 // otlpFlag adds --otlp-endpoint, where the role exports its traces.
@@ -73,6 +75,7 @@ func newServePlannerCommand() *cobra.Command {
 	var (
 		cfg     service.Config
 		tokens  string
+		hosts   string
 		keyFile string
 	)
 	cmd := &cobra.Command{
@@ -81,11 +84,15 @@ func newServePlannerCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Limits, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
 	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
 	flags.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the Redis URL names a node of a Redis Cluster (more seed nodes as ?addr=host:port)")
 	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
+	flags.StringVar(&hosts, "api-hosts", "", "comma-separated host names the API is served as; requests naming another Host are refused (default: the --public-url host, or localhost, 127.0.0.1 and ::1 on loopback)")
+	flags.StringVar(&cfg.PublicURL, "public-url", "", "URL clients reach the API at, such as https://scheduler.example.com: the base of nextLink (default: the address it listens on)")
+	flags.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve /metrics on this address, without a token, instead of beside the API (where it asks for a token when the API does)")
+	vars["api-hosts"], vars["public-url"], vars["metrics-listen"] = envAPIHosts, envPublicURL, envMetricsListen
 	flags.IntVar(&cfg.Partitions, "partitions", 16, "timer partitions (Redis hash slots); all planners must agree")
 	flags.StringVar(&cfg.RedisPrefix, "redis-prefix", "sched", "prefix of the planners' Redis keys; all planners must agree")
 	flags.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claimed occurrence stays with its planner")
@@ -99,7 +106,7 @@ func newServePlannerCommand() *cobra.Command {
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg.Tokens = splitList(tokens)
+		cfg.Tokens, cfg.Hosts = splitList(tokens), splitList(hosts)
 		key, err := loadKey(keyFile)
 		if err != nil {
 			return err
@@ -186,7 +193,7 @@ them back after --drain-timeout) and exits.`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &natsURL, &listen, &replicas, "127.0.0.1:8081", "/healthz, /readyz and /metrics")
+	vars := commonFlags(flags, &natsURL, &listen, &wc.Limits, &replicas, "127.0.0.1:8081", "/healthz, /readyz and /metrics")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the planners' base64 encryption key (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&wc.Worker.Concurrency, "concurrency", 128, "most actions performed at the same time")
 	flags.DurationVar(&wc.Worker.AckWait, "ack-wait", 90*time.Second, "how long an execution may go unacknowledged before it is delivered again; above the action timeout, and the same on every worker")
@@ -207,7 +214,7 @@ them back after --drain-timeout) and exits.`,
 		if cfg.EncryptionKey, err = loadKey(keyFile); err != nil {
 			return err
 		}
-		cfg.NATSURL, cfg.Listen, cfg.Worker, cfg.Tracing = natsURL, listen, wc.Worker, wc.Tracing
+		cfg.NATSURL, cfg.Listen, cfg.Limits, cfg.Worker, cfg.Tracing = natsURL, listen, wc.Limits, wc.Worker, wc.Tracing
 		cfg.Worker.Replicas = replicas
 		return runRole(cmd, logger, wc.Worker.DrainTimeout+5*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
@@ -225,7 +232,7 @@ func newServeHistoryCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.History.Retention.Replicas, "127.0.0.1:8082", "/healthz, /readyz and /metrics")
+	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Limits, &cfg.History.Retention.Replicas, "127.0.0.1:8082", "/healthz, /readyz and /metrics")
 	flags.DurationVar(&cfg.History.Retention.MaxAge, "history-max-age", streams.DefaultHistoryMaxAge, "how long history entries are kept")
 	flags.Int64Var(&cfg.History.Retention.MaxPerJob, "history-max-entries", streams.DefaultHistoryMaxPerJob, "how many history entries are kept per job")
 	vars["history-max-age"], vars["history-max-entries"] = envHistoryMaxAge, envHistoryMaxJob

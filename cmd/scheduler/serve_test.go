@@ -1,9 +1,21 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// zeroKey writes the base64 of 32 zero bytes to a file and returns its
+// path.
+func zeroKey(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 func TestServePlannerRejectsAnIncompleteConfiguration(t *testing.T) {
 	t.Setenv(envNATSURL, "")
@@ -16,11 +28,18 @@ func TestServePlannerRejectsAnIncompleteConfiguration(t *testing.T) {
 	}{
 		{"no encryption key", []string{"serve", "planner"}, "an encryption key is required"},
 		{"a bad encryption key", []string{"serve", "planner", "--encryption-key-file", "serve_test.go"}, "the encryption key"},
+		{"an all-zero encryption key", []string{"serve", "planner", "--encryption-key-file", zeroKey(t)}, "weak"},
+		{"a weak key for a worker", []string{"serve", "worker", "--encryption-key-file", zeroKey(t)}, "weak"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, code := runCLI(t, "", tt.args...)
-			if code != 1 {
-				t.Fatalf("exit %d, want 1", code)
+			cmd := newRootCommand()
+			cmd.SetArgs(tt.args)
+			err := cmd.Execute()
+			if err == nil || exitCode(err) != 1 {
+				t.Fatalf("err %v, want exit 1", err)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("%q lacks %q", err, tt.says)
 			}
 		})
 	}
@@ -32,7 +51,7 @@ func TestServePlannerRejectsAnIncompleteConfiguration(t *testing.T) {
 		if err == nil || exitCode(err) != 1 {
 			t.Fatalf("err %v", err)
 		}
-		for _, want := range []string{"NATS URL is required", "Redis URL is required", "configure bearer tokens"} {
+		for _, want := range []string{"NATS URL is required", "Redis URL is required", "configure bearer tokens (--api-tokens"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q lacks %q", err, want)
 			}

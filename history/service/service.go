@@ -25,6 +25,9 @@ type Config struct {
 	// Listen is the address of /healthz and /readyz; empty serves none.
 	// Defaults to none.
 	Listen string
+	// Limits bound the connections of Listen. Defaults to
+	// health.DefaultLimits.
+	Limits health.Limits
 	// History configures the consumer and the stream's retention.
 	History history.Config
 	// Metrics receives the role's metrics, served on /metrics. Defaults to
@@ -81,7 +84,7 @@ func (s *Service) start(ctx context.Context, cfg Config) error {
 	reg.WatchConsumer(js, contracts.ResultsStream, contracts.HistoryConsumer)
 	if cfg.Listen != "" {
 		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
-		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler()); err != nil {
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits); err != nil {
 			return err
 		}
 	}

@@ -56,26 +56,28 @@ type Server struct {
 	http     *http.Server
 }
 
-// Listen starts serving h on addr (host:port; port 0 picks a free one).
-func Listen(addr string, h http.Handler) (*Server, error) {
+// Listen starts serving h on addr (host:port; port 0 picks a free one),
+// within limits (zero fields take DefaultLimits' values).
+func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	s := &Server{listener: l, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
-	go func() { _ = s.http.Serve(l) }()
+	limits = limits.withDefaults()
+	s := &Server{listener: l, http: limits.server(h)}
+	go func() { _ = s.http.Serve(limits.listener(l)) }()
 	return s, nil
 }
 
 // ListenRole serves /healthz, /readyz and, when metrics is not nil,
 // GET /metrics on addr.
-func ListenRole(addr string, checks Checks, metrics http.Handler) (*Server, error) {
+func ListenRole(addr string, checks Checks, metrics http.Handler, limits Limits) (*Server, error) {
 	mux := http.NewServeMux()
 	Register(mux, checks)
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
-	return Listen(addr, mux)
+	return Listen(addr, mux, limits)
 }
 
 // Addr returns the address the server listens on; "" for a nil Server (a

@@ -30,9 +30,31 @@ func ParseKey(s string) ([]byte, error) {
 		if len(key) != KeySize {
 			return nil, fmt.Errorf("seal key decodes to %d bytes: %s", len(key), keyRule)
 		}
+		if weak(key) {
+			return nil, errors.New("seal key is weak (too few distinct bytes, such as all zeros or a repeated pattern): " + keyRule)
+		}
 		return key, nil
 	}
 	return nil, errors.New("seal key is not valid base64: " + keyRule)
+}
+
+// minDistinctBytes is the fewest distinct byte values a key may hold. 32
+// random bytes hold about 30; fewer than 16 happens by chance with a
+// probability below 10^-20, and is the mark of a key typed by hand: all
+// zeros, one byte repeated, a short pattern, a word.
+const minDistinctBytes = 16
+
+// weak reports whether key has fewer than minDistinctBytes distinct bytes.
+func weak(key []byte) bool {
+	var seen [256]bool
+	distinct := 0
+	for _, b := range key {
+		if !seen[b] {
+			seen[b] = true
+			distinct++
+		}
+	}
+	return distinct < minDistinctBytes
 }
 
 // GenerateKey returns a new random key as standard base64.

@@ -13,7 +13,11 @@ import (
 
 func TestParseKey(t *testing.T) {
 	t.Parallel()
-	key := bytes.Repeat([]byte{0xfb, 0xff, 0x01}, 11)[:KeySize] // bytes that differ between alphabets
+	// Bytes that differ between alphabets, then bytes enough to be strong.
+	key := []byte{0xfb, 0xff, 0x01, 0xfb, 0xff, 0x01}
+	for i := len(key); i < KeySize; i++ {
+		key = append(key, byte(i*37))
+	}
 
 	t.Run("every base64 form of 32 bytes is accepted", func(t *testing.T) {
 		t.Parallel()
@@ -37,6 +41,22 @@ func TestParseKey(t *testing.T) {
 		b, _ := ParseKey(GenerateKey())
 		if bytes.Equal(a, b) {
 			t.Fatal("two generated keys are equal")
+		}
+	})
+
+	t.Run("a weak key is refused", func(t *testing.T) {
+		t.Parallel()
+		for name, k := range map[string][]byte{
+			"all zeros":        make([]byte, KeySize),
+			"one byte":         bytes.Repeat([]byte{0x41}, KeySize),
+			"a short pattern":  bytes.Repeat([]byte("abcd"), KeySize/4),
+			"a repeated word":  bytes.Repeat([]byte("password"), KeySize/8),
+			"fifteen distinct": append(bytes.Repeat([]byte("1"), 17), "123456789abcdef"...),
+		} {
+			_, err := ParseKey(base64.StdEncoding.EncodeToString(k))
+			if err == nil || !strings.Contains(err.Error(), "weak") {
+				t.Errorf("%s: %v, want a refusal as weak", name, err)
+			}
 		}
 	})
 

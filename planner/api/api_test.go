@@ -132,6 +132,7 @@ func setupWith(t testing.TB, ns *server.Server, cfg Config, prepare ...func(*bun
 		p(b)
 	}
 	b.srv = httptest.NewServer(b.api)
+	b.api.Listening(b.srv.Listener.Addr().String(), false)
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -50,6 +50,15 @@ type apiError struct {
 	body   armErrorBody
 	// retryAfter, when set, is sent in the Retry-After header.
 	retryAfter time.Duration
+	// cause is the fault behind a 5xx, for the log only: its text may
+	// name internals (servers, keys, files) a client is not shown.
+	cause error
+}
+
+// because records err as the cause of e, logged and never sent.
+func (e *apiError) because(err error) *apiError {
+	e.cause = err
+	return e
 }
 
 func (e *apiError) Error() string { return e.body.Message }
@@ -101,9 +110,9 @@ func storeError(err error, what string) *apiError {
 	case errors.Is(err, context.Canceled):
 		return unavailable("the request was cancelled before " + what + " could be read or written")
 	case transient.Is(err):
-		return unavailable("the job store is unavailable for " + what + " (" + err.Error() + "); retry")
+		return unavailable("the job store is unavailable for " + what + "; retry").because(err)
 	}
-	return newError(http.StatusInternalServerError, codeInternal, "the job store failed for "+what+": "+err.Error())
+	return newError(http.StatusInternalServerError, codeInternal, "the job store failed for "+what).because(err)
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {

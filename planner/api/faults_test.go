@@ -54,6 +54,12 @@ func wantUnavailable(t *testing.T, r response, what string) {
 	if r.status != http.StatusServiceUnavailable || r.errorCode(t) != codeUnavailable || r.header.Get("Retry-After") != "2" {
 		t.Errorf("%s: %d, Retry-After %q, want 503 %s with Retry-After 2: %s", what, r.status, r.header.Get("Retry-After"), codeUnavailable, r.body)
 	}
+	// The cause is logged, not sent: it names NATS, KV keys and servers.
+	for _, internal := range []string{"nats", "c.sub1", "j.sub1", "deadline", "127.0.0.1"} {
+		if strings.Contains(strings.ToLower(string(r.body)), internal) {
+			t.Errorf("%s: the 503 carries internals (%q): %s", what, internal, r.body)
+		}
+	}
 }
 
 // A NATS server gone under a running API: every route retries, then

@@ -32,7 +32,7 @@ func (s *Server) listHistory(w http.ResponseWriter, r *http.Request, ref contrac
 		entries = slices.DeleteFunc(entries, func(h contracts.HistoryEntry) bool { return string(h.Status) != p.filter })
 	}
 	from, to := p.window(len(entries))
-	out := contracts.JobHistoryListResult{Value: make([]contracts.JobHistoryDefinition, 0, to-from), NextLink: nextLink(r, p, len(entries))}
+	out := contracts.JobHistoryListResult{Value: make([]contracts.JobHistoryDefinition, 0, to-from), NextLink: s.nextLink(r, p, len(entries))}
 	for _, h := range entries[from:to] {
 		out.Value = append(out.Value, contracts.JobHistoryDefinition{
 			ID:         jobID(j.Ref) + "/history/" + h.ID,

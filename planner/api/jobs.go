@@ -358,9 +358,9 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.Jo
 		w.WriteHeader(http.StatusOK)
 		return nil
 	case transient.Is(err), errors.Is(err, context.Canceled):
-		return unavailable("scheduling the run failed (" + err.Error() + "); retry")
+		return unavailable("scheduling the run failed; retry").because(err)
 	}
-	return newError(http.StatusInternalServerError, codeInternal, "scheduling the run failed: "+err.Error())
+	return newError(http.StatusInternalServerError, codeInternal, "scheduling the run failed").because(err)
 }
 
 // runnable returns why the job cannot run now, or nil: it has ended, or it
@@ -429,23 +429,6 @@ func (p page) window(total int) (from, to int) {
 	return from, to
 }
 
-// nextLink returns the absolute URL of the page after p, or nil.
-func nextLink(r *http.Request, p page, total int) *string {
-	if !p.hasTop || p.skip+p.top >= total {
-		return nil
-	}
-	u := *r.URL
-	u.Scheme, u.Host = "http", r.Host
-	if r.TLS != nil {
-		u.Scheme = "https"
-	}
-	q := u.Query()
-	q.Set("$skip", strconv.Itoa(p.skip+p.top))
-	u.RawQuery = q.Encode()
-	link := u.String()
-	return &link
-}
-
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
 	p, e := parsePage(r.URL.Query(), "state", contracts.JobStates)
 	if e != nil {
@@ -463,6 +446,6 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 		jobs = slices.DeleteFunc(jobs, func(j store.Job) bool { return string(j.Properties.State) != p.filter })
 	}
 	from, to := p.window(len(jobs))
-	writeJSON(w, http.StatusOK, contracts.JobListResult{Value: s.renderJobs(ctx, jobs[from:to]), NextLink: nextLink(r, p, len(jobs))})
+	writeJSON(w, http.StatusOK, contracts.JobListResult{Value: s.renderJobs(ctx, jobs[from:to]), NextLink: s.nextLink(r, p, len(jobs))})
 	return nil
 }

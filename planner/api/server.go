@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
@@ -57,6 +58,15 @@ type Config struct {
 	RetryWindow time.Duration
 	// Logger receives one line per failed request. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Hosts are the host names the API is served as: a request whose Host
+	// header names another is refused (421), so that a name an attacker
+	// points at the API's address (DNS rebinding) reaches nothing. Empty,
+	// with no PublicURL, serves every Host. Defaults to none.
+	Hosts []string
+	// PublicURL is the URL clients reach the API at (scheme and host):
+	// the base of every nextLink, and a host the API is served as.
+	// Defaults to the address the API listens on (see Listening).
+	PublicURL *url.URL
 }
 
 func (c Config) withDefaults() Config {
@@ -75,6 +85,10 @@ type Server struct {
 	store jobStore
 	sched Scheduling
 	cfg   Config
+	guard *browserGuard
+	// base is the URL nextLink starts with: cfg.PublicURL, or the address
+	// the API listens on.
+	base atomic.Pointer[url.URL]
 	// retried, when a test sets it, receives each transient fault a request
 	// retries.
 	retried chan<- error
@@ -82,7 +96,23 @@ type Server struct {
 
 // New returns the API over st, asking sched for timing.
 func New(st *store.Store, sched Scheduling, cfg Config) *Server {
-	return &Server{store: jobStore{st: st}, sched: sched, cfg: cfg.withDefaults()}
+	s := &Server{store: jobStore{st: st}, sched: sched, cfg: cfg.withDefaults(), guard: newBrowserGuard(cfg.Hosts, cfg.PublicURL)}
+	s.base.Store(cfg.PublicURL)
+	return s
+}
+
+// Listening tells the server the address it listens on (host:port), and
+// whether it serves TLS there: the base of nextLink when no PublicURL is
+// configured.
+func (s *Server) Listening(addr string, tls bool) {
+	if s.cfg.PublicURL != nil {
+		return
+	}
+	u := &url.URL{Scheme: "http", Host: addr}
+	if tls {
+		u.Scheme = "https"
+	}
+	s.base.Store(u)
 }
 
 // supportedAPIVersions are accepted in api-version; absent is accepted too.
@@ -108,7 +138,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, newError(http.StatusInternalServerError, codeInternal, "internal error; quote request id "+id))
 		}
 	}()
-	if e := s.authenticate(r); e != nil {
+	internal, _ := r.Context().Value(internalKey{}).(bool)
+	if e := s.guard.check(r); e != nil && !internal {
+		writeError(w, e)
+		return
+	}
+	if e := s.authenticate(r); e != nil && !internal {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
 		writeError(w, e)
 		return
@@ -125,6 +160,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e := s.route(w, r); e != nil {
 		attrs := []any{slog.String("method", r.Method), slog.String("path", contracts.Abbreviate(r.URL.Path)),
 			slog.String("request_id", id), slog.String("error", e.body.Message)}
+		if e.cause != nil {
+			attrs = append(attrs, slog.String("cause", e.cause.Error()))
+		}
+		if e.status >= 500 && e.status != http.StatusServiceUnavailable {
+			e.body.Message += "; quote request id " + id
+		}
 		switch {
 		case e.status == http.StatusServiceUnavailable:
 			s.cfg.Logger.Warn("request answered 503 after retrying", attrs...)
@@ -133,6 +174,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, e)
 	}
+}
+
+// Authenticated serves h only to requests with a token the API accepts
+// (any token, when the API asks for one): /metrics beside the API.
+func (s *Server) Authenticated(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := s.authenticate(r); e != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
+			writeError(w, e)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) authenticate(r *http.Request) *apiError {
@@ -260,11 +314,13 @@ func (s *Server) Apply(ctx context.Context, method, path string, body []byte) (i
 		return e.status, data
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	internal := *s
-	internal.cfg.Tokens = nil
-	internal.ServeHTTP(rec, req)
+	s.ServeHTTP(rec, req.WithContext(context.WithValue(req.Context(), internalKey{}, true)))
 	return rec.status, rec.body.Bytes()
 }
+
+// internalKey marks the context of a request Apply serves: it comes from
+// inside the process, not from a browser or a client with a token.
+type internalKey struct{}
 
 // recorder is the http.ResponseWriter of Apply.
 type recorder struct {

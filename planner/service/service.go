@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -45,6 +46,24 @@ type Config struct {
 	RedisCluster bool
 	// Listen is the address of the REST API. Defaults to 127.0.0.1:8080.
 	Listen string
+	// Limits bound the connections of Listen. Defaults to
+	// health.DefaultLimits.
+	Limits health.Limits
+	// Hosts are the host names the API is served as; a request naming
+	// another in its Host header is refused. Defaults to the host of
+	// PublicURL, and to localhost, 127.0.0.1 and ::1 when the API listens
+	// on loopback with no PublicURL; empty beyond loopback serves every
+	// Host.
+	Hosts []string
+	// PublicURL is the URL clients reach the API at, such as
+	// https://scheduler.example.com: the base of the nextLink of listings
+	// and a host the API is served as. Defaults to the address it listens
+	// on.
+	PublicURL string
+	// MetricsListen, when set, is the address /metrics is served on
+	// instead of the API's, with no token. Defaults to none: /metrics is
+	// served beside the API and asks for a token when the API does.
+	MetricsListen string
 	// Tokens are the accepted bearer tokens. Required unless Listen is a
 	// loopback address. Defaults to none.
 	Tokens []string
@@ -114,9 +133,32 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("the encryption key is required: 32 bytes, base64 (--encryption-key-file or SCHEDULER_ENCRYPTION_KEY)"))
 	}
 	if len(c.Tokens) == 0 && !Loopback(c.Listen) {
-		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-token or SCHEDULER_API_TOKENS)", c.Listen))
+		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-tokens or SCHEDULER_API_TOKENS)", c.Listen))
+	}
+	if _, err := c.publicURL(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// publicURL parses PublicURL: nil when it is empty.
+func (c Config) publicURL() (*url.URL, error) {
+	if c.PublicURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("the public URL (--public-url or SCHEDULER_PUBLIC_URL) must be an absolute http or https URL with a host and no user, query or fragment, such as https://scheduler.example.com")
+	}
+	return u, nil
+}
+
+// hosts returns the host names the API is served as (see Config.Hosts).
+func (c Config) hosts(public *url.URL) []string {
+	if len(c.Hosts) == 0 && public == nil && Loopback(c.Listen) {
+		return []string{"localhost", "127.0.0.1", "::1"}
+	}
+	return c.Hosts
 }
 
 // Loopback reports whether addr (host:port) listens on loopback only.
@@ -142,6 +184,7 @@ type Service struct {
 	feedback *feedback.Consumer
 	intake   *intake.Intake
 	http     *health.Server
+	metrics  *health.Server
 	tracer   *tracing.Tracer
 	stopOnce sync.Once
 }
@@ -221,7 +264,11 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	server := api.New(st, s.engine.Scheduling(), api.Config{Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger})
+	public, _ := cfg.publicURL() // checked by validate
+	server := api.New(st, s.engine.Scheduling(), api.Config{
+		Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger,
+		Hosts: cfg.hosts(public), PublicURL: public,
+	})
 	s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger})
 	if err != nil {
 		return err
@@ -237,11 +284,19 @@ func (s *Service) start(ctx context.Context) error {
 	})
 	mux := http.NewServeMux()
 	health.Register(mux, health.Checks{Alive: s.watch.Alive, Ready: s.ready})
-	mux.Handle("GET /metrics", reg.Handler())
+	if cfg.MetricsListen != "" {
+		if s.metrics, err = health.ListenRole(cfg.MetricsListen, health.Checks{}, reg.Handler(), cfg.Limits); err != nil {
+			return err
+		}
+		cfg.Logger.Info("metrics served", slog.String("metrics", "http://"+s.metrics.Addr()+"/metrics"))
+	} else {
+		mux.Handle("GET /metrics", server.Authenticated(reg.Handler()))
+	}
 	mux.Handle("/", observe.API(server, api.RouteOf))
-	if s.http, err = health.Listen(cfg.Listen, mux); err != nil {
+	if s.http, err = health.Listen(cfg.Listen, mux, cfg.Limits); err != nil {
 		return err
 	}
+	server.Listening(s.http.Addr(), false)
 	cfg.Logger.Info("planner started", slog.String("api", "http://"+s.Addr()))
 	return nil
 }
@@ -308,6 +363,7 @@ func (s *Service) Ready() bool { return s.engine != nil && s.engine.Ready() }
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
 		s.http.Shutdown(ctx)
+		s.metrics.Shutdown(ctx)
 		if s.intake != nil {
 			s.intake.Stop()
 		}

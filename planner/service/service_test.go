@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,52 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 		n, _ := rdb.Keys(context.Background(), prefix+":*").Result()
 		return len(n) > 0
 	}, "nothing scheduled under the prefix %s", prefix)
+
+	// /metrics beside the API asks for the API's token.
+	if code, _ := testkit.Call(t, "GET", api+"/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: %d, want 401", code)
+	}
+	if code, body := do("GET", "/metrics", ""); code != http.StatusOK || !strings.Contains(body, "scheduler_") {
+		t.Errorf("/metrics with the token: %d", code)
+	}
+	// On loopback the API is served as localhost, 127.0.0.1 and ::1 only.
+	req, _ := http.NewRequest("GET", api+base, nil)
+	req.Host = "rebind.attacker.example"
+	req.Header.Set("Authorization", "Bearer secret-token")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a foreign Host: %d, want 421", res.StatusCode)
+	}
+}
+
+// With MetricsListen, /metrics moves to its own listener, without a token.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	t.Parallel()
+	ns := testkit.NATS(t)
+	_, prefix, mr := testkit.Redis(t)
+	redisURL := testkit.RedisURL()
+	if mr != nil {
+		redisURL = "redis://" + mr.Addr()
+	}
+	svc, err := Start(context.Background(), Config{
+		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+		Tokens: []string{"secret-token"}, EncryptionKey: make([]byte, 32),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	if code, body := testkit.Call(t, "GET", "http://"+svc.metrics.Addr()+"/metrics", ""); code != http.StatusOK || !strings.Contains(body, "scheduler_") {
+		t.Errorf("/metrics on its listener: %d", code)
+	}
+	if code, _ := testkit.Call(t, "GET", "http://"+svc.Addr()+"/metrics", "", "Authorization", "Bearer secret-token"); code == http.StatusOK {
+		t.Errorf("/metrics is still served beside the API")
+	}
 }
 
 // A planner started before NATS and Redis are up waits for each, logging

@@ -33,6 +33,9 @@ type Config struct {
 	// Listen is the address of /healthz and /readyz; empty serves none.
 	// Defaults to none.
 	Listen string
+	// Limits bound the connections of Listen. Defaults to
+	// health.DefaultLimits.
+	Limits health.Limits
 	// Worker configures the worker; its Sender and Sealer are built here.
 	Worker worker.Config
 	// Actions configures the senders.
@@ -126,7 +129,7 @@ func (s *Service) start(ctx context.Context) error {
 	reg.WatchConsumer(js, contracts.ExecStream, contracts.WorkersConsumer)
 	if cfg.Listen != "" {
 		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
-		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler()); err != nil {
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits); err != nil {
 			return err
 		}
 	}
