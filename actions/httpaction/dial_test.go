@@ -3,8 +3,8 @@ package httpaction_test
 import (
 	"context"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
