@@ -3,32 +3,17 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/netip"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
 	"github.com/jobscheduler/scheduler/actions/builtin"
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 	"github.com/jobscheduler/scheduler/contracts"
 )
 
-// resolver answers some names as a stack that takes inet_aton forms, or
-// a hostile DNS server, would, and asks the system for the rest
-// ("localhost" comes from the hosts file).
-type resolver map[string]string
-
-func (r resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	if addr, ok := r[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(addr)}, nil
-	}
-	return net.DefaultResolver.LookupNetIP(ctx, network, host)
-}
-
-var names = resolver{
+var names = netpolicytest.Names{
 	"0177.0.0.1":    "127.0.0.1",
 	"127.1":         "127.0.0.1",
 	"2130706433":    "127.0.0.1",
@@ -109,8 +94,7 @@ func serviceBusAction(string) *contracts.JobAction {
 // and the listener at the loopback ones records no connection.
 func TestEverySenderFollowsTheAddressPolicy(t *testing.T) {
 	t.Parallel()
-	l, conns := countingListener(t)
-	port := strconv.Itoa(l.Port)
+	l := netpolicytest.Listen(t)
 	hosts := []struct {
 		host  string // as written in a URL's authority
 		class string // the refusal's class
@@ -137,7 +121,7 @@ func TestEverySenderFollowsTheAddressPolicy(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			for _, h := range hosts {
-				hostport := h.host + ":" + port
+				hostport := h.host + ":" + l.Port
 				cfg := builtin.Config{}
 				cfg.HTTP.Resolver, cfg.StorageQueue.Resolver, cfg.ServiceBus.Resolver = names, names, names
 				s.configure(&cfg, hostport)
@@ -153,7 +137,7 @@ func TestEverySenderFollowsTheAddressPolicy(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if n := conns.Load(); n != 0 {
+		if n := l.Conns(); n != 0 {
 			t.Errorf("the loopback listener recorded %d connections, want 0", n)
 		}
 	})
@@ -185,27 +169,4 @@ func sendAsTheWorkerDoes(t *testing.T, cfg builtin.Config, action *contracts.Job
 	ctx, cancel := context.WithTimeout(context.Background(), exec.Timeout.Duration())
 	defer cancel()
 	return mux.Send(ctx, &decoded, actions.Attempt{ID: exec.OccurrenceID, Job: exec.Job, ActionName: exec.ActionName, Expected: exec.ExpectedTime})
-}
-
-// countingListener listens on a loopback port and counts the connections
-// it accepts until the test ends.
-func countingListener(t *testing.T) (*net.TCPAddr, *atomic.Int32) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	var n atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr), &n
 }

@@ -2,15 +2,14 @@ package httpaction_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions/httpaction"
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 )
 
 func TestSendAddressPolicy(t *testing.T) {
@@ -108,25 +107,17 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-// unresolving is a resolver that fails as a real one does when its server
-// cannot be reached, naming that server.
-type unresolving struct{}
-
-func (unresolving) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	return nil, &net.DNSError{Err: "dial udp 10.96.0.10:53: connect: network is unreachable", Name: host, Server: "10.96.0.10:53"}
-}
-
 // Regression: an unresolvable name put the resolver's address in history.
 func TestSendUnresolvableNameNamesNoResolver(t *testing.T) {
 	t.Parallel()
-	s := setup(t, httpaction.Config{Resolver: unresolving{}})
+	s := setup(t, httpaction.Config{Resolver: netpolicytest.FailingResolver{}})
 	o := send(t, s, context.Background(), httpAction("https://no-such-host.example/run"), attempt())
 	want := "Http Action - Request to host 'no-such-host.example' failed: the name no-such-host.example could not be resolved"
 	if o.Succeeded || o.Message != want {
 		t.Errorf("message %q, want %q", o.Message, want)
 	}
 	for _, text := range []string{o.Message, o.Error, o.Response} {
-		if strings.Contains(text, "10.96.0.10") || strings.Contains(text, ":53") {
+		if strings.Contains(text, netpolicytest.ResolverAddress) {
 			t.Errorf("the outcome names the resolver: %q", text)
 		}
 	}

@@ -5,42 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions/netpolicy"
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 )
-
-// listener accepts connections on a loopback port, counting them, until
-// the test ends.
-type listener struct {
-	port  string
-	conns atomic.Int32
-}
-
-func listen(t *testing.T) *listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	ln := &listener{port: strconv.Itoa(l.Addr().(*net.TCPAddr).Port)}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			ln.conns.Add(1)
-			c.Close()
-		}
-	}()
-	return ln
-}
 
 // fakeResolver answers from a map; a name it does not hold fails as a
 // real resolver's failure does, naming its server.
@@ -66,8 +37,8 @@ func dial(t *testing.T, d *netpolicy.Dialer, address string) (net.Conn, error) {
 
 func TestDialerRefusesBeforeConnecting(t *testing.T) {
 	t.Parallel()
-	l := listen(t)
-	port := l.port
+	l := netpolicytest.Listen(t)
+	port := l.Port
 	d := &netpolicy.Dialer{Resolver: fakeResolver{
 		"loopback.example": {netip.MustParseAddr("127.0.0.1")},
 		"mapped.example":   {netip.MustParseAddr("::ffff:127.0.0.1")},
@@ -83,33 +54,33 @@ func TestDialerRefusesBeforeConnecting(t *testing.T) {
 			t.Errorf("dialing %s: reason %q, %v", host, reason, ok)
 		}
 	}
-	if n := l.conns.Load(); n != 0 {
+	if n := l.Conns(); n != 0 {
 		t.Errorf("the listener saw %d connections, want 0", n)
 	}
 }
 
 func TestDialerRefusesLocalhostWithTheSystemResolver(t *testing.T) {
 	t.Parallel()
-	l := listen(t)
-	_, err := dial(t, &netpolicy.Dialer{}, net.JoinHostPort("localhost", l.port))
+	l := netpolicytest.Listen(t)
+	_, err := dial(t, &netpolicy.Dialer{}, net.JoinHostPort("localhost", l.Port))
 	var pe *netpolicy.PolicyError
 	if !errors.As(err, &pe) || pe.Class != netpolicy.ClassLoopback {
 		t.Errorf("dialing localhost: %v, want a loopback refusal", err)
 	}
-	if n := l.conns.Load(); n != 0 {
+	if n := l.Conns(); n != 0 {
 		t.Errorf("the listener saw %d connections, want 0", n)
 	}
 }
 
 func TestDialerConnectsToTheAllowedAddressItChecked(t *testing.T) {
 	t.Parallel()
-	l := listen(t)
+	l := netpolicytest.Listen(t)
 	// The private address comes first and is skipped without a packet
 	// sent to it; the loopback one is allowed.
 	d := &netpolicy.Dialer{Policy: netpolicy.Policy{AllowLoopback: true}, Resolver: fakeResolver{
 		"mixed.example": {netip.MustParseAddr("10.255.255.1"), netip.MustParseAddr("127.0.0.1")},
 	}}
-	c, err := dial(t, d, net.JoinHostPort("mixed.example", l.port))
+	c, err := dial(t, d, net.JoinHostPort("mixed.example", l.Port))
 	if err != nil {
 		t.Fatalf("dialing: %v", err)
 	}

@@ -6,38 +6,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/coder/websocket"
 
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 	"github.com/jobscheduler/scheduler/internal/testpeers"
 )
-
-// countingListener returns the address of a loopback listener that counts
-// the connections it accepts, closed when the test ends.
-func countingListener(t *testing.T) (string, *atomic.Int32) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	var n atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return l.Addr().String(), &n
-}
 
 func TestSendFollowsTheAddressPolicy(t *testing.T) {
 	t.Parallel()
@@ -48,8 +25,8 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 		}
 		t.Run("refuses a namespace on loopback unless allowed, "+name, func(t *testing.T) {
 			t.Parallel()
-			addr, conns := countingListener(t)
-			s, err := New(Config{EndpointTemplate: "sb://" + addr + "/", Emulator: true, WebSockets: webSockets})
+			l := netpolicytest.Listen(t)
+			s, err := New(Config{EndpointTemplate: "sb://" + l.Addr.String() + "/", Emulator: true, WebSockets: webSockets})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +38,7 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 				t.Errorf("message %q, want %q", o.Message, want)
 			}
 			assertNoKey(t, o)
-			if n := conns.Load(); n != 0 {
+			if n := l.Conns(); n != 0 {
 				t.Errorf("the listener saw %d connections, want 0", n)
 			}
 		})
@@ -69,7 +46,7 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 
 	t.Run("names no resolver when the namespace cannot be resolved", func(t *testing.T) {
 		t.Parallel()
-		s, err := New(Config{Resolver: unresolving{}})
+		s, err := New(Config{Resolver: netpolicytest.FailingResolver{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,18 +57,10 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 		if o.Succeeded || o.Message != want {
 			t.Errorf("message %q, want %q", o.Message, want)
 		}
-		if strings.Contains(o.Error, "10.96.0.10") || strings.Contains(o.Error, ":53") {
+		if strings.Contains(o.Error, netpolicytest.ResolverAddress) {
 			t.Errorf("the error names the resolver: %q", o.Error)
 		}
 	})
-}
-
-// unresolving is a resolver that fails as a real one does when its server
-// cannot be reached, naming that server.
-type unresolving struct{}
-
-func (unresolving) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	return nil, &net.DNSError{Err: "dial udp 10.96.0.10:53: connect: network is unreachable", Name: host, Server: "10.96.0.10:53"}
 }
 
 // A message sent over WebSockets reaches the namespace: the test's bridge

@@ -2,11 +2,11 @@ package storagequeue
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 )
 
 func TestSendFollowsTheAddressPolicy(t *testing.T) {
@@ -33,7 +33,7 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 
 	t.Run("names no resolver when the service's name cannot be resolved", func(t *testing.T) {
 		t.Parallel()
-		s, err := New(Config{Resolver: unresolving{}})
+		s, err := New(Config{Resolver: netpolicytest.FailingResolver{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,16 +44,8 @@ func TestSendFollowsTheAddressPolicy(t *testing.T) {
 		if o.Succeeded || o.Message != want {
 			t.Errorf("message %q, want %q", o.Message, want)
 		}
-		if strings.Contains(o.Error, "10.96.0.10") || strings.Contains(o.Message, ":53") {
+		if strings.Contains(o.Error, netpolicytest.ResolverAddress) || strings.Contains(o.Message, netpolicytest.ResolverAddress) {
 			t.Errorf("the outcome names the resolver: %+v", o)
 		}
 	})
-}
-
-// unresolving is a resolver that fails as a real one does when its server
-// cannot be reached, naming that server.
-type unresolving struct{}
-
-func (unresolving) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	return nil, &net.DNSError{Err: "dial udp 10.96.0.10:53: connect: network is unreachable", Name: host, Server: "10.96.0.10:53"}
 }
