@@ -186,7 +186,9 @@ func validateHTTPAuthentication(a *HTTPAuthentication, path string, errs *FieldE
 		}
 		requireField(errs, path+".password", a.Password, kind)
 	case HTTPAuthActiveDirectoryOAuth:
-		requireField(errs, path+".tenant", a.Tenant, kind)
+		if requireField(errs, path+".tenant", a.Tenant, kind) && !IsTenant(a.Tenant) {
+			errs.Add(path+".tenant", "%q must be a tenant id (a GUID such as 72f988bf-86f1-41af-91ab-2d7cd011db47) or a domain name such as contoso.onmicrosoft.com", a.Tenant)
+		}
 		requireField(errs, path+".audience", a.Audience, kind)
 		requireField(errs, path+".clientId", a.ClientID, kind)
 		requireField(errs, path+".secret", a.Secret, kind)
@@ -205,7 +207,11 @@ func validateQueueMessage(m *StorageQueueMessage, path string, errs *FieldErrors
 }
 
 func validateServiceBusMessage(m ServiceBusMessage, path string, errs *FieldErrors) {
-	requireField(errs, path+".namespace", m.Namespace, "")
+	if requireField(errs, path+".namespace", m.Namespace, "") && !IsServiceBusNamespace(m.Namespace) {
+		errs.Add(path+".namespace", "%q must be a namespace name: %d to %d letters, digits and hyphens, starting with a letter and not ending with a hyphen; "+
+			"a host name or port cannot be given here (the worker's --service-bus-endpoint says where namespaces are reached)",
+			m.Namespace, MinServiceBusNamespaceLength, MaxServiceBusNamespaceLength)
+	}
 	checkEnum(errs, path+".transportType", m.TransportType, TransportTypes, false)
 	if a := m.Authentication; a == nil {
 		errs.Add(path+".authentication", "required; give sasKeyName and sasKey")

@@ -17,7 +17,7 @@ func validQueue() *JobAction {
 }
 
 func validServiceBus() ServiceBusMessage {
-	return ServiceBusMessage{Namespace: "ns", Authentication: &ServiceBusAuthentication{SASKeyName: "policy", SASKey: "key"}}
+	return ServiceBusMessage{Namespace: "my-namespace", Authentication: &ServiceBusAuthentication{SASKeyName: "policy", SASKey: "key"}}
 }
 
 func validServiceBusQueue() *JobAction {

@@ -14,6 +14,15 @@ import (
 
 // Config configures the senders.
 type Config struct {
+	// AllowLoopback lets every action type reach loopback addresses:
+	// targets, the OAuth authority, Azurite or a Service Bus emulator on
+	// the worker's host. A sender's own AllowLoopback allows it for that
+	// sender alone. Defaults to false.
+	AllowLoopback bool
+	// AllowPrivate lets every action type reach private addresses. A
+	// sender's own AllowPrivate allows them for that sender alone.
+	// Defaults to false.
+	AllowPrivate bool
 	// HTTP configures Http and Https actions.
 	HTTP httpaction.Config
 	// StorageQueue configures StorageQueue actions.
@@ -23,8 +32,15 @@ type Config struct {
 }
 
 // New returns a Mux that sends every action type, each sender keeping its
-// clients for reuse across executions.
+// clients for reuse across executions. Every sender connects through the
+// address policy of package netpolicy.
 func New(cfg Config) (*actions.Mux, error) {
+	cfg.HTTP.AllowLoopback = cfg.HTTP.AllowLoopback || cfg.AllowLoopback
+	cfg.HTTP.AllowPrivate = cfg.HTTP.AllowPrivate || cfg.AllowPrivate
+	cfg.StorageQueue.AllowLoopback = cfg.StorageQueue.AllowLoopback || cfg.AllowLoopback
+	cfg.StorageQueue.AllowPrivate = cfg.StorageQueue.AllowPrivate || cfg.AllowPrivate
+	cfg.ServiceBus.AllowLoopback = cfg.ServiceBus.AllowLoopback || cfg.AllowLoopback
+	cfg.ServiceBus.AllowPrivate = cfg.ServiceBus.AllowPrivate || cfg.AllowPrivate
 	h, err := httpaction.New(cfg.HTTP)
 	if err != nil {
 		return nil, err

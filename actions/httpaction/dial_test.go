@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions/httpaction"
+	"github.com/jobscheduler/scheduler/actions/netpolicy/netpolicytest"
 )
 
 func TestSendAddressPolicy(t *testing.T) {
@@ -104,4 +105,20 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// Regression: an unresolvable name put the resolver's address in history.
+func TestSendUnresolvableNameNamesNoResolver(t *testing.T) {
+	t.Parallel()
+	s := setup(t, httpaction.Config{Resolver: netpolicytest.FailingResolver{}})
+	o := send(t, s, context.Background(), httpAction("https://no-such-host.example/run"), attempt())
+	want := "Http Action - Request to host 'no-such-host.example' failed: the name no-such-host.example could not be resolved"
+	if o.Succeeded || o.Message != want {
+		t.Errorf("message %q, want %q", o.Message, want)
+	}
+	for _, text := range []string{o.Message, o.Error, o.Response} {
+		if strings.Contains(text, netpolicytest.ResolverAddress) {
+			t.Errorf("the outcome names the resolver: %q", text)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 )
 
 const (
@@ -123,18 +124,21 @@ func headerText(h http.Header) string {
 // secrets, and never includes the URI (which may carry a key in its query).
 func describe(ctx context.Context, err error, budget time.Duration, secrets []string) (reason, short string) {
 	var (
-		policy   *PolicyError
-		tokenErr *tokenError
-		dnsErr   *net.DNSError
-		opErr    *net.OpError
-		netErr   net.Error
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
+		policy     *PolicyError
+		tokenErr   *tokenError
+		unresolved *netpolicy.ResolveError
+		dnsErr     *net.DNSError
+		opErr      *net.OpError
+		netErr     net.Error
+		unknown    x509.UnknownAuthorityError
+		hostname   x509.HostnameError
+		invalid    x509.CertificateInvalidError
 	)
 	switch {
 	case errors.As(err, &policy):
 		return policy.Error(), policy.Error()
+	case errors.As(err, &unresolved):
+		return unresolved.Error(), "host not found"
 	case errors.As(err, &tokenErr):
 		return tokenErr.Error(), tokenErr.Error()
 	case errors.Is(err, errUnreadableCertificate):
@@ -146,10 +150,8 @@ func describe(ctx context.Context, err error, budget time.Duration, secrets []st
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return "the attempt was canceled before the target answered", "canceled"
 	case errors.As(err, &dnsErr):
-		if dnsErr.IsNotFound {
-			return "the host name could not be resolved", "host not found"
-		}
-		return "the host name could not be resolved: " + actions.Scrub(dnsErr.Err, secrets...), "name resolution failed"
+		// The resolver's own text may name its address: it is left out.
+		return (&netpolicy.ResolveError{Host: dnsErr.Name}).Error(), "host not found"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused", "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

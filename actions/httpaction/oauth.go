@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"github.com/jobscheduler/scheduler/contracts"
 )
 
@@ -72,28 +73,30 @@ type cachedToken struct {
 	refreshAt time.Time
 }
 
-func newTokenSource(authority string, rootCAs *x509.CertPool, timeout time.Duration, now func() time.Time) *tokenSource {
+func newTokenSource(authority string, client *http.Client, timeout time.Duration, now func() time.Time) *tokenSource {
 	authority = strings.TrimRight(authority, "/")
 	u, _ := url.Parse(authority) // validated by Config.validate
 	return &tokenSource{
 		authority: authority,
 		host:      u.Host,
-		client:    newTokenClient(rootCAs),
+		client:    client,
 		timeout:   timeout,
 		now:       now,
 		tokens:    make(map[[sha256.Size]byte]cachedToken),
 	}
 }
 
-// newTokenClient returns the client for the token endpoint. The authority
-// is the operator's choice, not a job's, so this client does not go
-// through the address policy, and it honours the environment's proxy
-// settings as other operator-configured services do. It never follows a
-// redirect: the form carries the client secret.
-func newTokenClient(rootCAs *x509.CertPool) *http.Client {
+// newTokenClient returns the client for the token endpoint. Its
+// connections go through dialer, and so the address policy, like those to
+// targets: a job chooses the tenant, and the token request runs on the
+// worker's network. It uses no proxy (a proxy would dial the authority
+// out of the policy's sight) and never follows a redirect: the form
+// carries the client secret.
+func newTokenClient(dialer *netpolicy.Dialer, rootCAs *x509.CertPool) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
+			Proxy:               nil,
+			DialContext:         dialer.DialContext,
 			TLSClientConfig:     &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
 			TLSHandshakeTimeout: 10 * time.Second,
 			ForceAttemptHTTP2:   true,
@@ -187,6 +190,11 @@ func (ts *tokenSource) fetch(ctx context.Context, c credential) (cachedToken, er
 		"client_id":     {c.clientID},
 		"client_secret": {c.secret},
 		"resource":      {c.audience},
+	}
+	// The tenant becomes a path segment: only a tenant id or a domain
+	// name, which hold no '/', '%' or "..", may go there.
+	if !contracts.IsTenant(c.tenant) {
+		return cachedToken{}, ts.fail("the tenant is not a tenant id (GUID) or a domain name")
 	}
 	endpoint := ts.authority + "/" + url.PathEscape(c.tenant) + "/oauth2/token"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))

@@ -3,6 +3,7 @@ package httpaction
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func TestErrorDetail(t *testing.T) {
 func TestTokenCacheBound(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2024, 5, 6, 7, 0, 0, 0, time.UTC)
-	ts := newTokenSource("https://login.example.com", nil, time.Second, func() time.Time { return now })
+	ts := newTokenSource("https://login.example.com", newTokenClient(&netpolicy.Dialer{}, nil), time.Second, func() time.Time { return now })
 	for i := range maxTokens + 10 {
 		ts.store(ts.key(credential{clientID: fmt.Sprint(i)}), cachedToken{value: "t", refreshAt: now.Add(time.Hour)})
 	}

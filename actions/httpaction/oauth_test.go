@@ -343,3 +343,42 @@ func TestSendOAuthFailures(t *testing.T) {
 		}
 	})
 }
+
+// Regression: a tenant of ".." sent the token request to
+// <authority>/../oauth2/token. It is refused before any request.
+func TestSendOAuthRefusesATenantThatIsNoTenant(t *testing.T) {
+	t.Parallel()
+	te := newTokenEndpoint(t, answerWith(`"expires_in":3600`))
+	tg := oauthTarget(t)
+	s := setup(t, httpaction.Config{AllowLoopback: true, OAuthAuthority: te.URL + "/base"})
+	for _, bad := range []string{"..", "../common", "a/b", "%2e%2e", "."} {
+		a := oauthAction(tg.URL, clientID, secret)
+		a.Request.Authentication.Tenant = bad
+		o := send(t, s, context.Background(), a, attempt())
+		if o.Succeeded || !strings.Contains(o.Message, "the tenant is not a tenant id (GUID) or a domain name") {
+			t.Errorf("tenant %q: %+v, want a failure naming the tenant rule", bad, o)
+		}
+	}
+	if n := te.requests.Load(); n != 0 {
+		t.Errorf("the token endpoint got %d requests, want 0", n)
+	}
+	if n := len(tg.received()); n != 0 {
+		t.Errorf("the target got %d requests, want 0", n)
+	}
+}
+
+// The token request goes through the address policy: an authority on
+// loopback is reached only when loopback is allowed.
+func TestSendOAuthTokenRequestFollowsTheAddressPolicy(t *testing.T) {
+	t.Parallel()
+	te := newTokenEndpoint(t, answerWith(`"expires_in":3600`))
+	s := setup(t, httpaction.Config{OAuthAuthority: te.URL})
+	o := send(t, s, context.Background(), oauthAction("https://example.com/", clientID, secret), attempt())
+	want := "the token request to '" + strings.TrimPrefix(te.URL, "http://") + "' failed: refused by the address policy: 127.0.0.1 is a loopback address"
+	if o.Succeeded || !strings.HasSuffix(o.Message, want) {
+		t.Errorf("outcome %+v, want a message ending %q", o, want)
+	}
+	if n := te.requests.Load(); n != 0 {
+		t.Errorf("the token endpoint got %d requests, want 0", n)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"github.com/jobscheduler/scheduler/contracts"
 )
 
@@ -41,13 +41,18 @@ const DefaultOAuthAuthority = "https://login.microsoftonline.com"
 
 // Config configures a Sender.
 type Config struct {
-	// AllowLoopback lets actions reach loopback addresses (127.0.0.0/8 and
-	// ::1), "localhost" among them. Defaults to false.
+	// AllowLoopback lets actions, and the token request to the OAuth
+	// authority, reach loopback addresses (127.0.0.0/8 and ::1),
+	// "localhost" among them. Defaults to false.
 	AllowLoopback bool
-	// AllowPrivate lets actions reach private addresses (10.0.0.0/8,
-	// 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7), for targets
-	// inside the operator's network. Defaults to false.
+	// AllowPrivate lets actions, and the token request to the OAuth
+	// authority, reach private addresses (10.0.0.0/8, 172.16.0.0/12,
+	// 192.168.0.0/16, 100.64.0.0/10, fc00::/7), for targets inside the
+	// operator's network. Defaults to false.
 	AllowPrivate bool
+	// Resolver looks up the host names of targets and of the OAuth
+	// authority. Defaults to net.DefaultResolver.
+	Resolver netpolicy.Resolver
 	// RootCAs are the authorities trusted for the certificates of targets
 	// and of the OAuth authority. Defaults to the system roots.
 	RootCAs *x509.CertPool
@@ -104,7 +109,7 @@ func (c Config) validate() error {
 // and meant to be shared by every execution of a worker.
 type Sender struct {
 	cfg    Config
-	policy addressPolicy
+	dialer *netpolicy.Dialer
 	// shared carries requests without a client certificate: without
 	// authentication, Basic and OAuth.
 	shared *http.Transport
@@ -122,14 +127,19 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{
-		cfg:    cfg,
-		policy: addressPolicy{allowLoopback: cfg.AllowLoopback, allowPrivate: cfg.AllowPrivate},
+		cfg: cfg,
+		dialer: &netpolicy.Dialer{
+			Policy:    netpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowPrivate: cfg.AllowPrivate},
+			Resolver:  cfg.Resolver,
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		},
 	}
 	base := &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	s.shared = s.newTransport(base.Clone())
 	s.client = newClient(s.shared)
 	s.certs = newCertCache(cfg.MaxClientCertificates, base, s.newTransport)
-	s.tokens = newTokenSource(cfg.OAuthAuthority, cfg.RootCAs, cfg.Timeout, cfg.Now)
+	s.tokens = newTokenSource(cfg.OAuthAuthority, newTokenClient(s.dialer, cfg.RootCAs), cfg.Timeout, cfg.Now)
 	return s, nil
 }
 
@@ -137,14 +147,9 @@ func New(cfg Config) (*Sender, error) {
 // is checked by the address policy, and it never uses a proxy (a proxy
 // would dial the target itself, out of the policy's sight).
 func (s *Sender) newTransport(tlsConfig *tls.Config) *http.Transport {
-	dialer := &net.Dialer{
-		Timeout:   30 * time.Second,
-		KeepAlive: 30 * time.Second,
-		Control:   s.policy.control,
-	}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
+		DialContext:            s.dialer.DialContext,
 		TLSClientConfig:        tlsConfig,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ForceAttemptHTTP2:      true,

@@ -2,15 +2,13 @@ package servicebus
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 )
 
 // DefaultEndpointTemplate is the endpoint of a namespace in Azure's public
@@ -27,9 +25,10 @@ type Config struct {
 	// URL in which {namespace} stands for the action's namespace. With the
 	// default template, a namespace that contains a dot or a colon (which
 	// no namespace name does) is taken as a host name with an optional
-	// port, sb://<namespace>/, so that an action can name a namespace of
-	// another cloud ("myns.servicebus.chinacloudapi.cn") or an emulator
-	// ("localhost:5672"). Defaults to sb://{namespace}.servicebus.windows.net/.
+	// port, sb://<namespace>/ (the API accepts namespace names only, so
+	// such a namespace comes from elsewhere, and its address is checked
+	// by the address policy like any other). Defaults to
+	// sb://{namespace}.servicebus.windows.net/.
 	EndpointTemplate string
 	// Emulator connects without TLS, in plain AMQP with SASL ANONYMOUS (it
 	// adds UseDevelopmentEmulator=true to the connection string), for the
@@ -42,12 +41,21 @@ type Config struct {
 	// MaxSenders is how many entity senders (one per queue or topic of a
 	// namespace and key) are kept open for reuse. Defaults to 256.
 	MaxSenders int
-	// NewWebSocketConn, when set, opens the connection to a namespace
-	// instead of a TLS connection to its AMQP port: the SDK asks for a
-	// WebSocket connection to args.Host (wss://<host>/$servicebus/websocket)
-	// and speaks AMQP over whatever net.Conn it returns, for networks that
-	// allow only HTTPS. Defaults to nil.
-	NewWebSocketConn func(ctx context.Context, args azservicebus.NewWebSocketConnArgs) (net.Conn, error)
+	// WebSockets connects to namespaces over AMQP over WebSockets
+	// (wss://<host>/$servicebus/websocket on port 443), for networks that
+	// allow only HTTPS, rather than to their AMQP port. Defaults to false.
+	WebSockets bool
+	// AllowLoopback lets sends reach a namespace on a loopback address,
+	// such as the Service Bus emulator on the worker's host. Defaults to
+	// false: every connection goes through the address policy of package
+	// netpolicy.
+	AllowLoopback bool
+	// AllowPrivate lets sends reach a namespace on a private address.
+	// Defaults to false.
+	AllowPrivate bool
+	// Resolver looks up namespaces' host names. Defaults to
+	// net.DefaultResolver.
+	Resolver netpolicy.Resolver
 	// Logger receives a line when a client or sender is closed after a
 	// failure. Defaults to slog.Default().
 	Logger *slog.Logger

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/go-amqp"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 )
 
 // failure is what a failed send means.
@@ -63,6 +64,11 @@ func classify(ctx context.Context, err error) failure {
 	case deadlinePassed(ctx) || errors.Is(err, context.DeadlineExceeded):
 		// The connection may be stuck; the next attempt makes a new one.
 		return failure{reason: "the namespace did not accept the message within the attempt's time limit", code: "deadline", damage: clientBroken}
+	case isRefusal(err):
+		// Neither the address nor the name will change by the next
+		// attempt, but the client is made anew all the same.
+		reason, _ := netpolicy.Reason(err)
+		return failure{reason: reason, code: "address-policy", damage: clientBroken}
 	case errors.Is(err, azservicebus.ErrMessageTooLarge):
 		return failure{reason: "the message is larger than the entity accepts", code: "message-too-large", damage: intact}
 	case errors.As(err, &sbErr):
@@ -117,4 +123,11 @@ func secretsOf(key, connectionString string) []string {
 // scrub returns text with every secret and any signature replaced.
 func scrub(text string, secrets []string) string {
 	return sigPattern.ReplaceAllString(actions.Scrub(text, secrets...), "sig=[REDACTED]")
+}
+
+// isRefusal reports whether err is a connection the address policy
+// refused or a namespace name that could not be resolved.
+func isRefusal(err error) bool {
+	_, ok := netpolicy.Reason(err)
+	return ok
 }

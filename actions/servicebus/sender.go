@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"github.com/jobscheduler/scheduler/contracts"
 )
 
 // Sender performs ServiceBusQueue and ServiceBusTopic actions. It is safe
 // for concurrent use; build one per worker and Close it at shutdown.
 type Sender struct {
-	cfg  Config
-	pool *pool
+	cfg       Config
+	pool      *pool
+	connector *connector
 }
 
 var _ actions.Sender = (*Sender)(nil)
@@ -28,18 +32,32 @@ func New(cfg Config) (*Sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	c := newConnector(&netpolicy.Dialer{
+		Policy:    netpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowPrivate: cfg.AllowPrivate},
+		Resolver:  cfg.Resolver,
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}, cfg.Emulator, cfg.WebSockets)
+	return newWithConnect(cfg, c, c.connect), nil
+}
+
+// newWithConnect returns a Sender whose clients open their connections with
+// connect.
+func newWithConnect(cfg Config, c *connector, connect func(context.Context, azservicebus.NewWebSocketConnArgs) (net.Conn, error)) *Sender {
 	opts := &azservicebus.ClientOptions{
 		// No retries inside an attempt: the job's retry policy decides, and
 		// history shows each try. (The SDK still re-attaches a detached
 		// link once, at once, before it gives up: the namespace detaches
 		// links that have been idle for a while.)
-		RetryOptions:     azservicebus.RetryOptions{MaxRetries: -1},
-		NewWebSocketConn: cfg.NewWebSocketConn,
+		RetryOptions: azservicebus.RetryOptions{MaxRetries: -1},
+		// Every connection, AMQP over TCP included, is opened by the
+		// connector: the SDK's own dialer knows no address policy.
+		NewWebSocketConn: connect,
 	}
 	newClient := func(connectionString string) (*azservicebus.Client, error) {
 		return azservicebus.NewClientFromConnectionString(connectionString, opts)
 	}
-	return &Sender{cfg: cfg, pool: newPool(cfg.MaxSenders, cfg.Logger, newClient)}, nil
+	return &Sender{cfg: cfg, pool: newPool(cfg.MaxSenders, cfg.Logger, newClient), connector: c}
 }
 
 // target is what an action sends to.
@@ -115,7 +133,11 @@ func (s *Sender) Send(ctx context.Context, a *contracts.JobAction, at actions.At
 		}
 		return t.sendFailure(f, err, secrets)
 	}
+	ctx, refused := withRefusal(ctx)
 	err = ps.sender.SendAMQPAnnotatedMessage(ctx, msg, nil)
+	if err != nil && refused.get() != nil {
+		err = refused.get()
+	}
 	f := classify(ctx, err)
 	s.pool.release(ps, f.damage, f.code)
 	if err != nil {
@@ -131,6 +153,7 @@ func (s *Sender) Send(ctx context.Context, a *contracts.JobAction, at actions.At
 // to close. An attempt under way fails; later attempts fail at once.
 func (s *Sender) Close() error {
 	s.pool.close()
+	s.connector.closeIdle()
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testpeers"
 )
@@ -40,6 +41,8 @@ func newSender(t *testing.T, cfg Config) *Sender {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
+	// The tests' peers and listeners are on loopback.
+	cfg.AllowLoopback = true
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -351,13 +354,23 @@ func TestSendToPeer(t *testing.T) {
 		t.Parallel()
 		peer := testpeers.ServiceBus(t)
 		// The connection goes to the peer whatever the endpoint, without
-		// TLS: the SDK speaks AMQP over what NewWebSocketConn returns.
-		var d net.Dialer
-		s := newSender(t, Config{NewWebSocketConn: func(ctx context.Context, _ azservicebus.NewWebSocketConnArgs) (net.Conn, error) {
+		// TLS: the SDK speaks AMQP over what the connect function returns.
+		cfg := Config{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}.withDefaults()
+		d := &netpolicy.Dialer{Policy: netpolicy.Policy{AllowLoopback: true}}
+		hosts := make(chan string, 1)
+		s := newWithConnect(cfg, newConnector(d, false, false), func(ctx context.Context, args azservicebus.NewWebSocketConnArgs) (net.Conn, error) {
+			select {
+			case hosts <- args.Host:
+			default:
+			}
 			return d.DialContext(ctx, "tcp", peer.Endpoint())
-		}})
+		})
+		t.Cleanup(func() { _ = s.Close() })
 		if o := send(t, s, queueAction("mynamespace", "orders"), attempt("1")); !o.Succeeded {
 			t.Fatalf("outcome = %+v, want success", o)
+		}
+		if got, want := <-hosts, "wss://mynamespace.servicebus.windows.net/$servicebus/websocket"; got != want {
+			t.Errorf("the connection was asked for %q, want %q", got, want)
 		}
 		want := []string{"amqps://mynamespace.servicebus.windows.net/orders", "amqps://mynamespace.servicebus.windows.net/orders/$management"}
 		if got := peer.Audiences(); !slices.Equal(got, want) {

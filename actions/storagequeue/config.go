@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/x509"
 	"fmt"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"net/url"
 	"strings"
 	"time"
@@ -47,6 +48,16 @@ type Config struct {
 	// RootCAs are the authorities trusted for the storage service's
 	// certificate. Defaults to the system roots.
 	RootCAs *x509.CertPool
+	// AllowLoopback lets sends reach a queue service on a loopback
+	// address, such as Azurite on 127.0.0.1. Defaults to false: every
+	// connection goes through the address policy of package netpolicy.
+	AllowLoopback bool
+	// AllowPrivate lets sends reach a queue service on a private address.
+	// Defaults to false.
+	AllowPrivate bool
+	// Resolver looks up the queue service's host names. Defaults to
+	// net.DefaultResolver.
+	Resolver netpolicy.Resolver
 }
 
 func (c Config) withDefaults() Config {

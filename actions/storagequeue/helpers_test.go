@@ -14,6 +14,8 @@ import (
 // setup returns a Sender over cfg, closed when the test ends.
 func setup(t *testing.T, cfg Config) *Sender {
 	t.Helper()
+	// The tests' services and Azurite listen on loopback.
+	cfg.AllowLoopback = true
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", cfg, err)

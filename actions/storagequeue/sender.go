@@ -7,7 +7,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 
 	"github.com/jobscheduler/scheduler/actions"
+	"github.com/jobscheduler/scheduler/actions/netpolicy"
 	"github.com/jobscheduler/scheduler/contracts"
 )
 
@@ -49,9 +49,17 @@ func New(cfg Config) (*Sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	dialer := &netpolicy.Dialer{
+		Policy:    netpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowPrivate: cfg.AllowPrivate},
+		Resolver:  cfg.Resolver,
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}
+	// Every connection is checked by the address policy, and none goes
+	// through a proxy, which would dial the service out of its sight.
 	transport := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
@@ -200,6 +208,9 @@ func transportReason(err error) string {
 		return "the request timed out"
 	case errors.Is(err, context.Canceled):
 		return "the request was canceled"
+	}
+	if reason, ok := netpolicy.Reason(err); ok {
+		return reason
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

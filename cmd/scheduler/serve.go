@@ -130,13 +130,13 @@ type workerFlags struct {
 }
 
 // add registers the flags into vars, the flags' environment variables.
-// Dev always lets HTTP actions reach loopback: it has no --allow-loopback.
+// Dev always lets actions reach loopback: it has no --allow-loopback.
 func (w *workerFlags) add(flags *pflag.FlagSet, vars map[string]string, dev bool) {
 	if !dev {
-		flags.BoolVar(&w.allowLoopback, "allow-loopback", false, "let HTTP actions reach loopback addresses")
+		flags.BoolVar(&w.allowLoopback, "allow-loopback", false, "let every action (and the OAuth authority, storage queue and Service Bus endpoints) reach loopback addresses")
 		vars["allow-loopback"] = envAllowLoopback
 	}
-	flags.BoolVar(&w.allowPrivate, "allow-private-networks", false, "let HTTP actions reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
+	flags.BoolVar(&w.allowPrivate, "allow-private-networks", false, "let every action (and the OAuth authority, storage queue and Service Bus endpoints) reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
 	flags.StringVar(&w.caFile, "ca-file", "", "PEM file of extra certificate authorities trusted for HTTPS targets and the OAuth authority")
 	flags.StringVar(&w.oauthAuthority, "oauth-authority", httpaction.DefaultOAuthAuthority, "authority that issues ActiveDirectoryOAuth tokens")
 	flags.StringVar(&w.queueEndpoint, "storage-queue-endpoint", storagequeue.DefaultEndpointTemplate, "Storage queue endpoint; {account} is the storage account (Azurite: http://127.0.0.1:10001/{account})")
@@ -155,7 +155,7 @@ func (w *workerFlags) add(flags *pflag.FlagSet, vars map[string]string, dev bool
 // config returns the senders' configuration.
 func (w *workerFlags) config() (cfg workerservice.Config, err error) {
 	a := &cfg.Actions
-	a.HTTP.AllowLoopback, a.HTTP.AllowPrivate, a.HTTP.OAuthAuthority = w.allowLoopback, w.allowPrivate, w.oauthAuthority
+	a.AllowLoopback, a.AllowPrivate, a.HTTP.OAuthAuthority = w.allowLoopback, w.allowPrivate, w.oauthAuthority
 	if w.caFile != "" {
 		pool, err := x509.SystemCertPool()
 		if err != nil {

@@ -37,9 +37,9 @@ type Config struct {
 	// DataDir holds the NATS store and the encryption key; one process at
 	// a time uses it (see LockFile). Defaults to ./scheduler-data.
 	DataDir string
-	// Actions configures the worker's senders. HTTP actions may always
-	// reach loopback addresses in dev, so that a job can call a local
-	// endpoint.
+	// Actions configures the worker's senders. Actions may always reach
+	// loopback addresses in dev, so that a job can call a local endpoint,
+	// Azurite or a Service Bus emulator.
 	Actions builtin.Config
 	// OTLPEndpoint is where the planner and the worker export traces.
 	// Defaults to none.
@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	actions := cfg.Actions
-	actions.HTTP.AllowLoopback = true
+	actions.AllowLoopback = true
 	e.worker, err = workerservice.Start(ctx, workerservice.Config{
 		Metrics: reg, Tracing: tracing.Config{Endpoint: cfg.OTLPEndpoint},
 		NATSURL: e.nats.ClientURL(), EncryptionKey: key, Actions: actions, Logger: cfg.Logger,

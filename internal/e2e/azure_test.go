@@ -112,20 +112,19 @@ func busJob(kind, namespace, entity, extra string) string {
 
 // ServiceBusQueue and ServiceBusTopic jobs send their message with the
 // brokered and custom properties, the message id being the attempt id; a
-// namespace that refuses the key fails the attempt and the error action
-// (here a message to another namespace's queue) runs.
+// queue the namespace does not have fails the attempt and the error action
+// (here a message to another queue) runs.
 func TestServiceBusJobs(t *testing.T) {
 	t.Parallel()
-	bus := testpeers.ServiceBus(t)
-	refusing := testpeers.ServiceBus(t, testpeers.RefuseTokens())
-	// With the default endpoint template a namespace that holds ':' is the
-	// host itself: each job names its peer.
-	s := start(t, options{actions: builtin.Config{ServiceBus: servicebus.Config{Emulator: true}}})
-	s.put("to-queue", busJob("ServiceBusQueue", bus.Endpoint(), "orders", ""))
-	s.put("to-topic", busJob("ServiceBusTopic", bus.Endpoint(), "events", ""))
-	s.put("refused", busJob("ServiceBusQueue", refusing.Endpoint(), "orders", fmt.Sprintf(`, "retryPolicy": {"retryType": "None"},
-		"errorAction": {"type": "ServiceBusQueue", "serviceBusQueueMessage": {"namespace": %q, "queueName": "errors", "message": "refused",
-			"authentication": {"type": "SharedAccessKey", "sasKeyName": "send", "sasKey": "b3RoZXIta2V5"}}}`, bus.Endpoint())))
+	bus := testpeers.ServiceBus(t, testpeers.MissingEntities("absent"))
+	// Jobs name a namespace; the worker's endpoint template says where
+	// namespaces are, here the peer's loopback address for every one.
+	s := start(t, options{actions: builtin.Config{ServiceBus: servicebus.Config{Emulator: true, EndpointTemplate: "sb://" + bus.Endpoint() + "/"}}})
+	s.put("to-queue", busJob("ServiceBusQueue", "orders-prod", "orders", ""))
+	s.put("to-topic", busJob("ServiceBusTopic", "orders-prod", "events", ""))
+	s.put("refused", busJob("ServiceBusQueue", "orders-prod", "absent", `, "retryPolicy": {"retryType": "None"},
+		"errorAction": {"type": "ServiceBusQueue", "serviceBusQueueMessage": {"namespace": "orders-errors", "queueName": "errors", "message": "refused",
+			"authentication": {"type": "SharedAccessKey", "sasKeyName": "send", "sasKey": "b3RoZXIta2V5"}}}`))
 	s.tick(time.Minute)
 
 	byEntity := map[string]testpeers.ServiceBusMessage{}
@@ -156,7 +155,7 @@ func TestServiceBusJobs(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	entries := s.waitHistory("refused", 2)
-	if entries[1].Status != contracts.StatusFailed || !strings.Contains(entries[1].Message, "unauthorized") ||
+	if entries[1].Status != contracts.StatusFailed || !strings.Contains(entries[1].Message, "the entity does not exist") ||
 		strings.Contains(entries[1].Message, "c2VjcmV0") || entries[0].ActionName != contracts.ErrorAction {
 		t.Errorf("entries %+v", entries)
 	}

@@ -137,7 +137,7 @@ func tracingConfig(opts options) tracing.Config {
 func (s *system) addWorker(t *testing.T, opts options) *workerservice.Service {
 	t.Helper()
 	actions := opts.actions
-	actions.HTTP.AllowLoopback = true
+	actions.AllowLoopback = true
 	w, err := workerservice.Start(context.Background(), workerservice.Config{
 		NATSURL: s.ns.ClientURL(), EncryptionKey: s.key, Actions: actions, Logger: quiet, Metrics: s.metrics,
 		Tracing: tracingConfig(opts),
