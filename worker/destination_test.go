@@ -1,14 +1,11 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,25 +18,6 @@ import (
 	"github.com/jobscheduler/scheduler/internal/seal/sealtest"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
-
-// syncBuffer is a log destination that the worker's goroutines and the test
-// may use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // publishAction publishes an execution of action for occurrence n, its
 // secrets sealed as the planner seals them, under the message id msgID.
@@ -143,8 +121,8 @@ func TestAnExecutionChangedAfterItWasSealedIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sender.Close() })
-	var logs syncBuffer
-	e.worker(t, sender, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	var logs testkit.Logs
+	e.worker(t, sender, func(c *Config) { c.Logger = logs.Logger() })
 	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.results(t)) == 2 }, "%d results, want 2", len(e.results(t)))
 
 	if got, _ := intended.Load().(string); !strings.HasPrefix(got, "Basic ") {
@@ -164,10 +142,9 @@ func TestAnExecutionChangedAfterItWasSealedIsRefused(t *testing.T) {
 		!strings.Contains(refused.Message, contracts.URIOrigin(other.URL)) || strings.Contains(refused.Message, "s3cret") {
 		t.Fatalf("the changed execution's result: %+v", refused)
 	}
-	log := logs.String()
-	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "job="+testJob.Key()) ||
-		!strings.Contains(log, "occurrence="+x.OccurrenceKey) || strings.Contains(log, "s3cret") {
-		t.Fatalf("the refusal was not logged as a warning naming the job and occurrence:\n%s", log)
+	if !logs.Contains("level=WARN", "job="+testJob.Key(), "occurrence="+x.OccurrenceKey, "not bound to where its action sends it") ||
+		strings.Contains(logs.String(), "s3cret") {
+		t.Fatalf("the refusal was not logged as a warning naming the job and occurrence, or the secret was:\n%s", logs.String())
 	}
 }
 

@@ -11,19 +11,6 @@ import (
 	"github.com/jobscheduler/scheduler/internal/seal/sealtest"
 )
 
-func sealer(t *testing.T) *seal.Sealer {
-	t.Helper()
-	key, err := seal.ParseKey(seal.GenerateKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // everySecret has one secret of each kind, in the action and its error
 // action.
 func everySecret() *contracts.JobAction {
@@ -47,7 +34,7 @@ func TestFormatV1(t *testing.T) {
 
 	t.Run("stored actions of format v1 open, counted, and seal again as v2", func(t *testing.T) {
 		t.Parallel()
-		s := sealer(t)
+		s := seal.NewTestSealer(t)
 		opened, v1, err := s.OpenStoredAction(sealtest.SealActionV1(s, everySecret(), aad), aad)
 		if err != nil || v1 != 6 || !reflect.DeepEqual(opened, everySecret()) {
 			t.Fatalf("opened %+v, %d v1 values, %v", opened, v1, err)
@@ -59,7 +46,7 @@ func TestFormatV1(t *testing.T) {
 	})
 	t.Run("OpenAction refuses format v1, as a worker must", func(t *testing.T) {
 		t.Parallel()
-		s := sealer(t)
+		s := seal.NewTestSealer(t)
 		_, err := s.OpenAction(sealtest.SealActionV1(s, everySecret(), aad), aad)
 		if !errors.Is(err, seal.ErrFormatV1) || !strings.Contains(err.Error(), "action.queueMessage.sasToken") {
 			t.Fatalf("err = %v, want ErrFormatV1 naming the field", err)
@@ -70,7 +57,7 @@ func TestFormatV1(t *testing.T) {
 	})
 	t.Run("a value relabelled from one format to the other does not open", func(t *testing.T) {
 		t.Parallel()
-		s := sealer(t)
+		s := seal.NewTestSealer(t)
 		v2 := s.SealAction(everySecret(), aad)
 		v2.QueueMessage.SASToken = seal.PrefixV1 + strings.TrimPrefix(v2.QueueMessage.SASToken, seal.Prefix)
 		if _, _, err := s.OpenStoredAction(v2, aad); !errors.Is(err, seal.ErrCannotOpen) {
@@ -84,7 +71,7 @@ func TestFormatV1(t *testing.T) {
 	})
 	t.Run("a v1 value opens only for its own job", func(t *testing.T) {
 		t.Parallel()
-		s := sealer(t)
+		s := seal.NewTestSealer(t)
 		if _, _, err := s.OpenStoredAction(sealtest.SealActionV1(s, everySecret(), aad), "j.sub.rg.coll.other"); !errors.Is(err, seal.ErrCannotOpen) {
 			t.Fatalf("err = %v", err)
 		}
