@@ -376,8 +376,7 @@ func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution) *contracts.R
 	case delivered > uint64(w.cfg.MaxDeliveries):
 		outcome = actions.Failure(fmt.Sprintf("The execution was delivered %d times without completing; it is not performed again.", delivered), nil)
 	case err != nil:
-		log.Error("opening an execution's action", slog.String("occurrence", exec.OccurrenceKey), slog.String("error", err.Error()))
-		outcome = actions.Failure("The action could not be read: "+err.Error(), nil)
+		outcome = w.refuse(exec, err)
 	default:
 		actionType = action.Type
 		outcome = w.send(exec, action, traceParent)
@@ -420,6 +419,31 @@ func (w *Worker) open(exec contracts.Execution) (*contracts.JobAction, error) {
 		return nil, fmt.Errorf("%w (do the workers and the planners share one encryption key?)", err)
 	}
 	return action, nil
+}
+
+// refuse returns the outcome of an execution whose action did not open,
+// and logs why: as a warning naming the job and the occurrence when a
+// sealed secret does not open for where the action now sends it (the
+// execution was changed after the planner sealed it) or was sealed in
+// format v1, which binds it to no destination; as an error otherwise.
+// Neither names a secret.
+func (w *Worker) refuse(exec contracts.Execution, err error) actions.Outcome {
+	log := w.cfg.Logger.With(slog.String("job", exec.Job.Key()), slog.String("occurrence", exec.OccurrenceKey))
+	var unbound *seal.DestinationError
+	switch {
+	case errors.As(err, &unbound):
+		log.Warn("refusing an execution: a sealed secret is not bound to where its action sends it",
+			slog.String("secret", unbound.Path), slog.String("destination", unbound.Destination.String()))
+		return actions.Failure(fmt.Sprintf("The action was not performed: the sealed %s is not bound to this destination (%s): "+
+			"the execution was changed after it was sealed, or the workers and the planners do not share one encryption key.",
+			unbound.Secret, unbound.Destination), nil)
+	case errors.Is(err, seal.ErrFormatV1):
+		log.Warn("refusing an execution sealed by an earlier planner, whose secrets are not bound to where they are sent", slog.String("error", err.Error()))
+		return actions.Failure("The action was not performed: its secrets were sealed by an earlier planner in format v1, "+
+			"which does not bind them to where they are sent; upgrade every planner.", nil)
+	}
+	log.Error("opening an execution's action", slog.String("error", err.Error()))
+	return actions.Failure("The action could not be read: "+err.Error(), nil)
 }
 
 // send performs the action within the execution's deadline.

@@ -163,3 +163,86 @@ func TestSealAction(t *testing.T) {
 		}
 	})
 }
+
+func basicAction(uri string) *contracts.JobAction {
+	return &contracts.JobAction{Type: contracts.ActionHTTPS, Request: &contracts.HTTPRequest{
+		URI: uri, Method: "POST",
+		Authentication: &contracts.HTTPAuthentication{Type: contracts.HTTPAuthBasic, Username: "u", Password: "BASIC-PASS-3"},
+	}}
+}
+
+// Regression: a sealed secret opened wherever the action pointed, so an
+// execution whose request.uri was changed sent the password to the new
+// host.
+func TestSealedSecretsAreBoundToTheirDestination(t *testing.T) {
+	t.Parallel()
+	const aad = "occurrence-1"
+
+	t.Run("a changed host, port or scheme does not open, and the error names the destination", func(t *testing.T) {
+		t.Parallel()
+		s := newSealer(t)
+		sealed := s.SealAction(basicAction("https://a.example/hook"), aad)
+		for _, uri := range []string{"https://b.example/hook", "https://a.example:8443/hook", "http://a.example/hook"} {
+			moved := contracts.JobProperties{Action: sealed}.Clone().Action
+			moved.Request.URI = uri
+			_, err := s.OpenAction(moved, aad)
+			var de *DestinationError
+			if !errors.As(err, &de) || !errors.Is(err, ErrCannotOpen) {
+				t.Fatalf("%s: err = %v, want a DestinationError", uri, err)
+			}
+			if de.Path != "action.request.authentication.password" || de.Secret != "password" ||
+				!strings.Contains(err.Error(), contracts.URIOrigin(uri)) || strings.Contains(err.Error(), "BASIC-PASS") {
+				t.Fatalf("%s: error %+v: %v", uri, de, err)
+			}
+		}
+	})
+	t.Run("a changed path or query, or a host in other case, opens", func(t *testing.T) {
+		t.Parallel()
+		s := newSealer(t)
+		sealed := s.SealAction(basicAction("https://a.example/hook"), aad)
+		sealed.Request.URI = "https://A.EXAMPLE:443/other?x=1"
+		opened, err := s.OpenAction(sealed, aad)
+		if err != nil || opened.Request.Authentication.Password != "BASIC-PASS-3" {
+			t.Fatalf("opened %+v, %v", opened, err)
+		}
+	})
+	t.Run("every secret kind is bound to its own destination", func(t *testing.T) {
+		t.Parallel()
+		s := newSealer(t)
+		oauth := &contracts.JobAction{Type: contracts.ActionHTTPS, Request: &contracts.HTTPRequest{URI: "https://api.example", Method: "GET",
+			Authentication: &contracts.HTTPAuthentication{Type: contracts.HTTPAuthActiveDirectoryOAuth, Tenant: "t1", Audience: "https://aud", ClientID: "c1", Secret: "OAUTH-SECRET-5"}}}
+		cert := basicAction("https://a.example")
+		cert.Request.Authentication = &contracts.HTTPAuthentication{Type: contracts.HTTPAuthClientCertificate, Pfx: "PFX-DATA-4", Password: "BASIC-PASS-3"}
+		for name, c := range map[string]struct {
+			action *contracts.JobAction
+			change func(*contracts.JobAction)
+		}{
+			"OAuth tenant":          {oauth, func(a *contracts.JobAction) { a.Request.Authentication.Tenant = "t2" }},
+			"OAuth audience":        {oauth, func(a *contracts.JobAction) { a.Request.Authentication.Audience = "https://other" }},
+			"client certificate":    {cert, func(a *contracts.JobAction) { a.Request.URI = "https://b.example" }},
+			"auth type":             {cert, func(a *contracts.JobAction) { a.Request.Authentication.Type = contracts.HTTPAuthBasic }},
+			"storage account":       {secretAction(), func(a *contracts.JobAction) { a.QueueMessage.StorageAccount = "other" }},
+			"Service Bus namespace": {secretAction().ErrorAction, func(a *contracts.JobAction) { a.ServiceBusTopicMessage.Namespace = "other" }},
+		} {
+			sealed := s.SealAction(c.action, aad)
+			if _, err := s.OpenAction(sealed, aad); err != nil {
+				t.Fatalf("%s: unchanged: %v", name, err)
+			}
+			c.change(sealed)
+			var de *DestinationError
+			if _, err := s.OpenAction(sealed, aad); !errors.As(err, &de) {
+				t.Fatalf("%s: err = %v, want a DestinationError", name, err)
+			}
+		}
+	})
+	t.Run("an error action's secrets are bound to the error action's destination", func(t *testing.T) {
+		t.Parallel()
+		s := newSealer(t)
+		sealed := s.SealAction(secretAction(), aad)
+		sealed.ErrorAction.Request.URI = "https://elsewhere.example"
+		var de *DestinationError
+		if _, err := s.OpenAction(sealed, aad); !errors.As(err, &de) || !strings.HasPrefix(de.Path, "action.errorAction.request.") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

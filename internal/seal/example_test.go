@@ -18,7 +18,7 @@ func ExampleSealer() {
 	}
 	const aad = "j.sub.rg.coll.job" // the job's KV key
 	sealed := s.Seal([]byte("sv=2015&sig=secret"), aad)
-	fmt.Println(strings.HasPrefix(sealed, "sealed:v1:"), strings.Contains(sealed, "secret"))
+	fmt.Println(strings.HasPrefix(sealed, "sealed:v2:"), strings.Contains(sealed, "secret"))
 
 	plain, err := s.Open(sealed, aad)
 	fmt.Println(string(plain), err)

@@ -10,9 +10,16 @@ import (
 	"strings"
 )
 
-// Prefix starts every sealed value; "v1" names the format (AES-256-GCM, a
-// 12-byte random nonce before the ciphertext).
-const Prefix = "sealed:v1:"
+// Prefix starts every value Seal makes; "v2" names the format: AES-256-GCM
+// with a 12-byte random nonce before the ciphertext, and for the secrets of
+// an action, additional data that binds each to where it is sent (see
+// SealAction).
+const Prefix = "sealed:v2:"
+
+// PrefixV1 starts a value sealed in format v1: the same cipher, but the
+// secrets of an action were bound to the job and the field only, not to
+// where they are sent. Only OpenStoredAction opens them.
+const PrefixV1 = "sealed:v1:"
 
 // KeySize is the length of a key in bytes (AES-256).
 const KeySize = 32
@@ -21,6 +28,9 @@ var (
 	// ErrNotSealed is returned by Open for a string that does not start with
 	// Prefix.
 	ErrNotSealed = errors.New("value is not sealed")
+	// ErrFormatV1 is returned by Open and OpenAction for a value sealed in
+	// format v1 (PrefixV1), which does not bind it to where it is sent.
+	ErrFormatV1 = errors.New("value is sealed in format v1, which does not bind it to where it is sent")
 	// ErrCannotOpen is returned by Open when a sealed value fails
 	// authentication: it was sealed with another key or for other additional
 	// data, or it was changed.
@@ -62,11 +72,19 @@ func (s *Sealer) Seal(plaintext []byte, aad string) string {
 }
 
 // Open decrypts a value made by Seal with the same key and aad. It returns
-// ErrNotSealed for a string without Prefix, and an error wrapping
-// ErrCannotOpen for a value that was sealed with another key or aad or was
-// changed.
+// ErrFormatV1 for a value of format v1, ErrNotSealed for any other string
+// without Prefix, and an error wrapping ErrCannotOpen for a value that was
+// sealed with another key or aad or was changed.
 func (s *Sealer) Open(sealed string, aad string) ([]byte, error) {
-	body, ok := strings.CutPrefix(sealed, Prefix)
+	if strings.HasPrefix(sealed, PrefixV1) {
+		return nil, ErrFormatV1
+	}
+	return s.open(sealed, Prefix, aad)
+}
+
+// open decrypts a value of the format prefix names.
+func (s *Sealer) open(sealed, prefix, aad string) ([]byte, error) {
+	body, ok := strings.CutPrefix(sealed, prefix)
 	if !ok {
 		return nil, ErrNotSealed
 	}
@@ -86,6 +104,6 @@ func (s *Sealer) Open(sealed string, aad string) ([]byte, error) {
 	return plaintext, nil
 }
 
-// IsSealed reports whether s has the form of a sealed value. It does not
-// check that s opens.
-func IsSealed(s string) bool { return strings.HasPrefix(s, Prefix) }
+// IsSealed reports whether s has the form of a sealed value, of either
+// format. It does not check that s opens.
+func IsSealed(s string) bool { return strings.HasPrefix(s, Prefix) || strings.HasPrefix(s, PrefixV1) }

@@ -154,6 +154,9 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, ref contracts.
 			return contracts.JobProperties{}, e
 		}
 		props, errs := planner.ParseJob(merged, now)
+		if len(errs) == 0 {
+			errs = keptSecretsStayBound(existing.Properties.Action, props.Action, data)
+		}
 		if len(errs) > 0 {
 			if enveloped {
 				for i := range errs {

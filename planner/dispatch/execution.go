@@ -87,7 +87,8 @@ func lastOccurrence(c timer.Claim, next *timer.Entry) bool {
 }
 
 // buildExecution builds the message of a claimed attempt of job j, its
-// action's secrets sealed for the attempt.
+// action's secrets sealed for the attempt and for where the action sends
+// them, so that a worker opens them only for the action as sent.
 func buildExecution(sealer *seal.Sealer, c timer.Claim, j store.Job, now time.Time, timeout time.Duration, last bool) (*nats.Msg, error) {
 	action := j.Properties.Action.ActionOf(c.Action)
 	if action == nil {

@@ -228,6 +228,7 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	resealJobs(ctx, st, cfg.Logger)
 	ix, err := timer.New(s.rdb, timer.Config{Prefix: cfg.RedisPrefix, Partitions: cfg.Partitions})
 	if err != nil {
 		return err
@@ -384,4 +385,18 @@ func (s *Service) Stop(ctx context.Context) {
 			s.nc.Close()
 		}
 	})
+}
+
+// resealJobs seals again the secrets that planners before format v2 of
+// internal/seal sealed, bound to where they are sent (store.ResealJobs).
+// A failure is logged and start goes on: the store still reads those
+// secrets, and the next start tries again.
+func resealJobs(ctx context.Context, st *store.Store, log *slog.Logger) {
+	n, err := st.ResealJobs(ctx)
+	switch {
+	case err != nil:
+		log.Warn("sealing the secrets of jobs of an earlier format again", slog.Int("jobs", n), slog.String("error", err.Error()))
+	case n > 0:
+		log.Info("sealed the secrets of jobs of an earlier format again, bound to where they are sent", slog.Int("jobs", n))
+	}
 }

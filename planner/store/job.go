@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
 )
 
 // Job is a job as stored.
@@ -66,14 +68,16 @@ func (s *Store) encodeJob(j Job, key string, createRevision uint64) ([]byte, err
 	return b, nil
 }
 
-// decodeJob reads a job record and opens its secrets. An error names the key
+// decodeJob reads a job record and opens its secrets, of either format
+// (see seal.OpenStoredAction). An error names the key
 // and never a secret.
 func (s *Store) decodeJob(e jetstream.KeyValueEntry) (Job, error) {
 	var r jobRecord
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
 		return Job{}, fmt.Errorf("decoding job %s: %w", e.Key(), err)
 	}
-	action, err := s.sealer.OpenAction(r.Properties.Action, e.Key())
+	// Jobs written before format v2 open too; ResealJobs seals them again.
+	action, _, err := s.sealer.OpenStoredAction(r.Properties.Action, e.Key())
 	if err != nil {
 		return Job{}, fmt.Errorf("reading job %s: %w", e.Key(), err)
 	}
@@ -439,4 +443,98 @@ func (s *Store) CountJobs(ctx context.Context, ref contracts.CollectionRef) (int
 		return 0, err
 	}
 	return len(entries), nil
+}
+
+// resealAttempts bounds how often ResealJobs reads a job again that changed
+// while it was being sealed again.
+const resealAttempts = 5
+
+// ResealJobs seals again, in format v2, the secrets of every job that a
+// planner before that format sealed in format v1 (bound to the job and the
+// field only, not to where they are sent; see seal.OpenStoredAction), and
+// returns how many jobs it rewrote. Only the sealed values change: the rest
+// of the record is written back as read, at the revision read, and a job
+// changed meanwhile is read again. It is idempotent: once no job holds a v1
+// value it rewrites nothing, and planners that run it at the same time
+// rewrite each job once between them. Jobs are read one at a time from a
+// watch of the bucket, never all at once.
+func (s *Store) ResealJobs(ctx context.Context) (int, error) {
+	w, err := s.kv.Watch(ctx, jobsFilter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return 0, fmt.Errorf("resealing jobs: %w", err)
+	}
+	defer w.Stop()
+	var (
+		n, failed int
+		first     error
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return n, fmt.Errorf("resealing jobs: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return n, errors.New("resealing jobs: the watcher stopped early")
+			}
+			if e == nil { // every job present at the start has been seen
+				if failed > 0 {
+					return n, fmt.Errorf("%d jobs could not be resealed, the first: %w", failed, first)
+				}
+				return n, nil
+			}
+			if !bytes.Contains(e.Value(), []byte(seal.PrefixV1)) {
+				continue
+			}
+			// One job that does not open (another key, say) does not keep
+			// the others from being resealed.
+			switch done, err := s.resealJob(ctx, e); {
+			case err != nil:
+				if failed++; first == nil {
+					first = err
+				}
+			case done:
+				n++
+			}
+		}
+	}
+}
+
+// resealJob rewrites the job in e with its format v1 secrets sealed as v2,
+// reading it again while it changes, and reports whether it rewrote it.
+func (s *Store) resealJob(ctx context.Context, e jetstream.KeyValueEntry) (bool, error) {
+	key := e.Key()
+	for range resealAttempts {
+		var r jobRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return false, fmt.Errorf("decoding job %s: %w", key, err)
+		}
+		action, v1, err := s.sealer.OpenStoredAction(r.Properties.Action, key)
+		if err != nil {
+			return false, fmt.Errorf("resealing job %s: %w", key, err)
+		}
+		if v1 == 0 {
+			return false, nil
+		}
+		r.Properties.Action = s.sealer.SealAction(action, key)
+		r.CreateRevision = cmp.Or(r.CreateRevision, e.Revision()) // its rank among the collection's jobs stays
+		value, err := json.Marshal(r)
+		if err != nil {
+			return false, fmt.Errorf("encoding job %s: %w", key, err)
+		}
+		_, err = s.kv.Update(ctx, key, value, e.Revision())
+		if err == nil {
+			return true, nil
+		}
+		if !isMismatch(err) {
+			return false, fmt.Errorf("resealing job %s: %w", key, err)
+		}
+		// Changed meanwhile (rewritten by another planner, updated, ended or
+		// deleted): look again.
+		if e, err = s.kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, nil
+		} else if err != nil {
+			return false, fmt.Errorf("resealing job %s: %w", key, err)
+		}
+	}
+	return false, fmt.Errorf("resealing job %s: it changed on each of %d attempts: %w", key, resealAttempts, ErrConflict)
 }

@@ -1,0 +1,67 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/seal"
+	"github.com/jobscheduler/scheduler/internal/seal/sealtest"
+)
+
+// A job written by a planner before format v2 of internal/seal still runs,
+// and its execution is sealed in format v2, bound to where it is sent.
+func TestAJobSealedInFormatV1RunsWithAnExecutionSealedInFormatV2(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	j := e.addJob(t, "old", fmt.Sprintf(`{"startTime": %q, "action": {"type": "Https", "request": {"uri": "https://example.com/hook", "method": "POST",
+		"authentication": {"type": "Basic", "username": "u", "password": "OLD-PASSWORD"}}}, "recurrence": {"frequency": "Minute", "count": 1}}`,
+		t0.Add(time.Minute).Format(time.RFC3339)))
+	kv, err := e.js.KeyValue(ctx, contracts.JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := j.Ref.KVKey()
+	entry, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var record map[string]json.RawMessage
+	if err := json.Unmarshal(entry.Value(), &record); err != nil {
+		t.Fatal(err)
+	}
+	props := j.Properties
+	props.Action = sealtest.SealActionV1(e.sealer, j.Properties.Action, key)
+	if record["properties"], err = json.Marshal(props); err != nil {
+		t.Fatal(err)
+	}
+	old, err := json.Marshal(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, key, old); err != nil {
+		t.Fatal(err)
+	}
+
+	d := e.planner(t, nil)
+	e.clock.Set(t0.Add(time.Minute))
+	d.Wake()
+	e.waitCount(t, 1)
+	x, _ := e.lastExecution(t)
+	if !strings.Contains(string(x.Action), seal.Prefix) || strings.Contains(string(x.Action), seal.PrefixV1) {
+		t.Fatalf("the execution's action is not sealed in format v2: %s", x.Action)
+	}
+	var sealed contracts.JobAction
+	if err := json.Unmarshal(x.Action, &sealed); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.sealer.OpenAction(&sealed, x.OccurrenceID)
+	if err != nil || a.Request.Authentication.Password != "OLD-PASSWORD" {
+		t.Fatalf("the execution opened as %+v (%v)", a, err)
+	}
+}
