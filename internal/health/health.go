@@ -57,10 +57,15 @@ type Server struct {
 }
 
 // Listen starts serving h on addr (host:port; port 0 picks a free one).
-func Listen(addr string, h http.Handler) (*Server, error) {
+// Each of wrap, in turn, wraps the listener: to serve TLS, to limit
+// connections.
+func Listen(addr string, h http.Handler, wrap ...func(net.Listener) net.Listener) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	for _, w := range wrap {
+		l = w(l)
 	}
 	s := &Server{listener: l, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.http.Serve(l) }()
@@ -68,14 +73,14 @@ func Listen(addr string, h http.Handler) (*Server, error) {
 }
 
 // ListenRole serves /healthz, /readyz and, when metrics is not nil,
-// GET /metrics on addr.
-func ListenRole(addr string, checks Checks, metrics http.Handler) (*Server, error) {
+// GET /metrics on addr, with the listener wrapped as Listen does.
+func ListenRole(addr string, checks Checks, metrics http.Handler, wrap ...func(net.Listener) net.Listener) (*Server, error) {
 	mux := http.NewServeMux()
 	Register(mux, checks)
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
-	return Listen(addr, mux)
+	return Listen(addr, mux, wrap...)
 }
 
 // Addr returns the address the server listens on; "" for a nil Server (a

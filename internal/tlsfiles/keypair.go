@@ -100,6 +100,12 @@ func LoadOptionalKeyPair(cfg Config) (*KeyPair, error) {
 	return LoadKeyPair(cfg)
 }
 
+// Serving names the certificate and key a role serves its endpoints
+// with, given by its flags --tls-cert-file and --tls-key-file.
+func Serving(certFile, keyFile string, log *slog.Logger) Config {
+	return Config{CertFile: certFile, KeyFile: keyFile, CertFlag: "--tls-cert-file", KeyFlag: "--tls-key-file", Logger: log}
+}
+
 // CheckBoth returns an error when cfg names a certificate without its key,
 // or a key without its certificate.
 func CheckBoth(cfg Config) error {
