@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 )
 
 // How a role's connection notices a dead server and comes back.
@@ -134,7 +136,7 @@ func connectTransient(err error) bool {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired),
-		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &urlErr), tlsRefused(err):
+		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &urlErr), tlsfiles.Refused(err):
 		return false
 	}
 	return Transient(err)

@@ -296,8 +296,11 @@ func redisClient(url string, cluster bool, tls *redisTLSFiles) (redis.UniversalC
 
 // redisTransient reports whether a failed Redis ping is worth repeating:
 // no answer (yet), or a server loading its data or a cluster without a
-// quorum. Credentials refused are not.
+// quorum. Credentials or certificates refused are not.
 func redisTransient(err error) bool {
+	if tlsfiles.Refused(err) {
+		return false
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) {
 		return true

@@ -128,6 +128,13 @@ func TestPlannerConnectsToRedisOverTLS(t *testing.T) {
 		}
 		ready(t, svc)
 	})
+	t.Run("without a client certificate the server's refusal fails at once", func(t *testing.T) {
+		t.Parallel()
+		_, err := start(t, ca.ServerTLS(t, true), false, RedisTLS{CAFile: ca.File})
+		if err == nil || !strings.Contains(err.Error(), "certificate required") {
+			t.Fatalf("err %v, want the server's refusal", err)
+		}
+	})
 	t.Run("a Redis Cluster with the CA", func(t *testing.T) {
 		t.Parallel()
 		svc, err := start(t, ca.ServerTLS(t, false), true, RedisTLS{CAFile: ca.File})
