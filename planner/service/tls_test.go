@@ -97,52 +97,41 @@ func TestPlannerConnectsToRedisOverTLS(t *testing.T) {
 		}
 		return svc, err
 	}
-	ready := func(t *testing.T, svc *Service) {
-		t.Helper()
-		testkit.Eventually(t, 10*time.Second, func() bool {
-			code, _ := testkit.Call(t, "GET", svc.URL()+"/readyz", "")
-			return code == http.StatusOK
-		}, "never ready")
+	client := ca.Client(t, "planner")
+	for _, tt := range []struct {
+		name          string
+		verifyClients bool
+		cluster       bool
+		files         RedisTLS
+		says          string // the error; "" for a planner that becomes ready
+	}{
+		{name: "with the CA of the server", files: RedisTLS{CAFile: ca.File}},
+		{name: "without the CA the server's certificate is refused at once", says: "certificate signed by unknown authority"},
+		{name: "with a client certificate for a server that verifies clients", verifyClients: true,
+			files: RedisTLS{CAFile: ca.File, CertFile: client.CertFile, KeyFile: client.KeyFile}},
+		{name: "without a client certificate the server's refusal fails at once", verifyClients: true,
+			files: RedisTLS{CAFile: ca.File}, says: "certificate required"},
+		{name: "a Redis Cluster with the CA", cluster: true, files: RedisTLS{CAFile: ca.File}},
+		{name: "a Redis Cluster without the CA", cluster: true, says: "certificate signed by unknown authority"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc, err := start(t, ca.ServerTLS(t, tt.verifyClients), tt.cluster, tt.files)
+			if tt.says != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.says) {
+					t.Fatalf("err %v, want %q", err, tt.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 10*time.Second, func() bool {
+				code, _ := testkit.Call(t, "GET", svc.URL()+"/readyz", "")
+				return code == http.StatusOK
+			}, "never ready")
+		})
 	}
-	t.Run("with the CA of the server", func(t *testing.T) {
-		t.Parallel()
-		svc, err := start(t, ca.ServerTLS(t, false), false, RedisTLS{CAFile: ca.File})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready(t, svc)
-	})
-	t.Run("without the CA the server's certificate is refused at once", func(t *testing.T) {
-		t.Parallel()
-		_, err := start(t, ca.ServerTLS(t, false), false, RedisTLS{})
-		if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
-			t.Fatalf("err %v, want an unknown authority", err)
-		}
-	})
-	t.Run("with a client certificate for a server that verifies clients", func(t *testing.T) {
-		t.Parallel()
-		client := ca.Client(t, "planner")
-		svc, err := start(t, ca.ServerTLS(t, true), false, RedisTLS{CAFile: ca.File, CertFile: client.CertFile, KeyFile: client.KeyFile})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready(t, svc)
-	})
-	t.Run("without a client certificate the server's refusal fails at once", func(t *testing.T) {
-		t.Parallel()
-		_, err := start(t, ca.ServerTLS(t, true), false, RedisTLS{CAFile: ca.File})
-		if err == nil || !strings.Contains(err.Error(), "certificate required") {
-			t.Fatalf("err %v, want the server's refusal", err)
-		}
-	})
-	t.Run("a Redis Cluster with the CA", func(t *testing.T) {
-		t.Parallel()
-		svc, err := start(t, ca.ServerTLS(t, false), true, RedisTLS{CAFile: ca.File})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready(t, svc)
-	})
 }
 
 func TestPlannerRejectsIncompleteTLSSettings(t *testing.T) {
