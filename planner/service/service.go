@@ -275,22 +275,22 @@ func (s *Service) start(ctx context.Context) error {
 }
 
 // redisClient connects to one Redis server, or to a Redis Cluster. With a
-// rediss:// URL, tls (when not nil) adds authorities and a client
+// rediss:// URL, tlsFiles (when not nil) adds authorities and a client
 // certificate to the TLS the URL asks for.
-func redisClient(url string, cluster bool, tls *redisTLSFiles) (redis.UniversalClient, error) {
+func redisClient(url string, cluster bool, tlsFiles *redisTLSFiles) (redis.UniversalClient, error) {
 	if cluster {
 		opts, err := redis.ParseClusterURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("the Redis Cluster URL: %w", err)
 		}
-		tls.apply(opts.TLSConfig)
+		tlsFiles.apply(opts.TLSConfig)
 		return redis.NewClusterClient(opts), nil
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("the Redis URL: %w", err)
 	}
-	tls.apply(opts.TLSConfig)
+	tlsFiles.apply(opts.TLSConfig)
 	return redis.NewClient(opts), nil
 }
 
