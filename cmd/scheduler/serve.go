@@ -103,6 +103,9 @@ func newServePlannerCommand() *cobra.Command {
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
 	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
 	otlpFlag(flags, vars, &cfg.Tracing.Endpoint)
+	natsFlags(flags, vars, &cfg.NATS)
+	tlsFlags(flags, vars, &cfg.TLSCertFile, &cfg.TLSKeyFile, "the REST API and its endpoints")
+	redisTLSFlags(flags, vars, &cfg.RedisTLS)
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -204,6 +207,8 @@ them back after --drain-timeout) and exits.`,
 	vars["max-deliveries"], vars["drain-timeout"], vars["name"] = envMaxDeliveries, envDrainTimeout, envWorkerName
 	senders.add(flags, vars, false)
 	otlpFlag(flags, vars, &wc.Tracing.Endpoint)
+	natsFlags(flags, vars, &wc.NATS)
+	tlsFlags(flags, vars, &wc.TLSCertFile, &wc.TLSKeyFile, "/healthz, /readyz and /metrics")
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -216,6 +221,7 @@ them back after --drain-timeout) and exits.`,
 		}
 		cfg.NATSURL, cfg.Listen, cfg.Limits, cfg.Worker, cfg.Tracing = natsURL, listen, wc.Limits, wc.Worker, wc.Tracing
 		cfg.Worker.Replicas = replicas
+		cfg.NATS, cfg.TLSCertFile, cfg.TLSKeyFile = wc.NATS, wc.TLSCertFile, wc.TLSKeyFile
 		return runRole(cmd, logger, wc.Worker.DrainTimeout+5*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
 			return workerservice.Start(ctx, cfg)
@@ -236,6 +242,8 @@ func newServeHistoryCommand() *cobra.Command {
 	flags.DurationVar(&cfg.History.Retention.MaxAge, "history-max-age", streams.DefaultHistoryMaxAge, "how long history entries are kept")
 	flags.Int64Var(&cfg.History.Retention.MaxPerJob, "history-max-entries", streams.DefaultHistoryMaxPerJob, "how many history entries are kept per job")
 	vars["history-max-age"], vars["history-max-entries"] = envHistoryMaxAge, envHistoryMaxJob
+	natsFlags(flags, vars, &cfg.NATS)
+	tlsFlags(flags, vars, &cfg.TLSCertFile, &cfg.TLSKeyFile, "/healthz, /readyz and /metrics")
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

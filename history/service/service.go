@@ -16,18 +16,26 @@ import (
 	"github.com/jobscheduler/scheduler/internal/health"
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 )
 
 // Config configures the history role.
 type Config struct {
 	// NATSURL is the NATS server to connect to. Required.
 	NATSURL string
+	// NATS says how the role proves itself to NATS and checks the server.
+	// Defaults to what NATSURL says.
+	NATS streams.ConnectOptions
 	// Listen is the address of /healthz and /readyz; empty serves none.
 	// Defaults to none.
 	Listen string
 	// Limits bound the connections of Listen. Defaults to
 	// health.DefaultLimits.
 	Limits health.Limits
+	// TLSCertFile and TLSKeyFile hold the certificate and key the
+	// endpoints serve HTTPS with, read again when they change. Both or
+	// neither. Defaults to none: plain HTTP.
+	TLSCertFile, TLSKeyFile string
 	// History configures the consumer and the stream's retention.
 	History history.Config
 	// Metrics receives the role's metrics, served on /metrics. Defaults to
@@ -52,6 +60,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.NATSURL == "" {
 		return nil, errors.New("the NATS URL is required (--nats-url or SCHEDULER_NATS_URL)")
 	}
+	if err := tlsfiles.CheckBoth(tlsfiles.Serving(cfg.TLSCertFile, cfg.TLSKeyFile, nil)); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -67,10 +78,13 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 }
 
 func (s *Service) start(ctx context.Context, cfg Config) error {
-	var err error
+	cert, err := tlsfiles.LoadOptionalKeyPair(tlsfiles.Serving(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Logger))
+	if err != nil {
+		return err
+	}
 	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "history", cfg.Logger)
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "history", cfg.Logger, cfg.NATS)
 	if err != nil {
 		return err
 	}
@@ -84,7 +98,7 @@ func (s *Service) start(ctx context.Context, cfg Config) error {
 	reg.WatchConsumer(js, contracts.ResultsStream, contracts.HistoryConsumer)
 	if cfg.Listen != "" {
 		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
-		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits); err != nil {
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits, cert.Listener); err != nil {
 			return err
 		}
 	}

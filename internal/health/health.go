@@ -57,27 +57,33 @@ type Server struct {
 }
 
 // Listen starts serving h on addr (host:port; port 0 picks a free one),
-// within limits (zero fields take DefaultLimits' values).
-func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
+// within limits (zero fields take DefaultLimits' values). Each of wrap, in
+// turn, wraps the listener, after the connection limit: to serve TLS.
+func Listen(addr string, h http.Handler, limits Limits, wrap ...func(net.Listener) net.Listener) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	limits = limits.withDefaults()
+	served := limits.listener(l)
+	for _, w := range wrap {
+		served = w(served)
+	}
 	s := &Server{listener: l, http: limits.server(h)}
-	go func() { _ = s.http.Serve(limits.listener(l)) }()
+	go func() { _ = s.http.Serve(served) }()
 	return s, nil
 }
 
 // ListenRole serves /healthz, /readyz and, when metrics is not nil,
-// GET /metrics on addr.
-func ListenRole(addr string, checks Checks, metrics http.Handler, limits Limits) (*Server, error) {
+// GET /metrics on addr, with the listener limited and wrapped as Listen
+// does.
+func ListenRole(addr string, checks Checks, metrics http.Handler, limits Limits, wrap ...func(net.Listener) net.Listener) (*Server, error) {
 	mux := http.NewServeMux()
 	Register(mux, checks)
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
-	return Listen(addr, mux, limits)
+	return Listen(addr, mux, limits, wrap...)
 }
 
 // Addr returns the address the server listens on; "" for a nil Server (a

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 )
 
 // How a role's connection notices a dead server and comes back.
@@ -33,21 +35,26 @@ const (
 )
 
 // Connect connects a role to NATS at url (a comma-separated list of a
-// cluster's servers works) and returns the connection and its JetStream
-// context. While no server answers it waits and tries again, as Retry
-// does, until ctx ends; an error that waiting does not cure (a URL that
-// does not parse, credentials refused) fails at once. The connection then
-// reconnects for ever after a loss, with backoff, and logs its
-// disconnections, reconnections and closing to log with the server's
-// address and never its credentials.
-func Connect(ctx context.Context, url, role string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+// cluster's servers works), proving itself and checking the server as opts
+// say, and returns the connection and its JetStream context. While no
+// server answers it waits and tries again, as Retry does, until ctx ends;
+// an error that waiting does not cure (a URL that does not parse, a file of
+// opts that does not load, credentials or a certificate refused) fails at
+// once. The connection then reconnects for ever after a loss, with
+// backoff, and logs its disconnections, reconnections and closing to log
+// with the server's address and never its credentials.
+func Connect(ctx context.Context, url, role string, log *slog.Logger, opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	auth, err := opts.natsOptions(log)
+	if err != nil {
+		return nil, nil, err
+	}
 	var nc *nats.Conn
-	err := RetryWhile(WithLogger(ctx, log), "NATS at "+RedactURL(url), connectTransient, func(context.Context) error {
+	err = RetryWhile(WithLogger(ctx, log), "NATS at "+RedactURL(url), connectTransient, func(context.Context) error {
 		var err error
-		nc, err = nats.Connect(url, connectOptions(role, log)...)
+		nc, err = nats.Connect(url, append(connectOptions(role, log), auth...)...)
 		return err
 	})
 	if err != nil {
@@ -129,7 +136,7 @@ func connectTransient(err error) bool {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired),
-		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &urlErr):
+		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &urlErr), tlsfiles.Refused(err):
 		return false
 	}
 	return Transient(err)

@@ -23,7 +23,7 @@ func TestConnectWaitsForAServerStartedLater(t *testing.T) {
 	port := testkit.FreePort(t)
 	var logs testkit.Logs
 	wait := testkit.InBackground(t, func() (*nats.Conn, error) {
-		nc, _, err := Connect(context.Background(), fmt.Sprintf("nats://127.0.0.1:%d", port), "test", logs.Logger())
+		nc, _, err := Connect(context.Background(), fmt.Sprintf("nats://127.0.0.1:%d", port), "test", logs.Logger(), ConnectOptions{})
 		return nc, err
 	})
 	testkit.Eventually(t, 10*time.Second, func() bool { return logs.Contains("level=WARN", "not available yet", "NATS at") },
@@ -44,7 +44,7 @@ func TestTheConnectionReconnectsAndLogsWithoutCredentials(t *testing.T) {
 	port := testkit.FreePort(t)
 	ns := testkit.NATSOn(t, dir, port, true)
 	var logs testkit.Logs
-	nc, _, err := Connect(context.Background(), fmt.Sprintf("nats://someone:hunter2@127.0.0.1:%d", port), "test", logs.Logger())
+	nc, _, err := Connect(context.Background(), fmt.Sprintf("nats://someone:hunter2@127.0.0.1:%d", port), "test", logs.Logger(), ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestConnectFailsAtOnceOnRefusedCredentials(t *testing.T) {
 	var logs testkit.Logs
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _, err = Connect(ctx, strings.Replace(ns.ClientURL(), "nats://", "nats://scheduler:wrong@", 1), "test", logs.Logger())
+	_, _, err = Connect(ctx, strings.Replace(ns.ClientURL(), "nats://", "nats://scheduler:wrong@", 1), "test", logs.Logger(), ConnectOptions{})
 	if !errors.Is(err, nats.ErrAuthorization) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want an authorization error at once", err)
 	}
@@ -102,7 +102,7 @@ func TestEnsureWaitsForJetStream(t *testing.T) {
 	early := testkit.NATSOn(t, t.TempDir(), port, false)
 	var logs testkit.Logs
 	ctx := WithLogger(context.Background(), logs.Logger())
-	nc, js, err := Connect(ctx, early.ClientURL(), "test", logs.Logger())
+	nc, js, err := Connect(ctx, early.ClientURL(), "test", logs.Logger(), ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,22 +39,7 @@ func NATS(t testing.TB) *server.Server {
 // the same data.
 func NATSIn(t testing.TB, dir string) *server.Server {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir,
-		NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatalf("starting NATS: %v", err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS did not become ready")
-	}
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns
+	return NATSWith(t, server.Options{StoreDir: dir})
 }
 
 // JetStream connects to ns and returns the connection and its JetStream

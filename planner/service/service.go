@@ -26,6 +26,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/planner/api"
 	"github.com/jobscheduler/scheduler/planner/dispatch"
@@ -39,11 +40,18 @@ import (
 type Config struct {
 	// NATSURL is the NATS server to connect to. Required.
 	NATSURL string
+	// NATS says how the planner proves itself to NATS and checks the
+	// server. Defaults to what NATSURL says.
+	NATS streams.ConnectOptions
 	// RedisURL is the Redis server (redis:// or rediss://). Required.
 	RedisURL string
 	// RedisCluster says RedisURL names a node of a Redis Cluster; more
 	// seed nodes may follow as addr= query parameters. Defaults to false.
 	RedisCluster bool
+	// RedisTLS names the authorities that verify a rediss:// server and
+	// the planner's client certificate. Defaults to the system's
+	// authorities and no certificate.
+	RedisTLS RedisTLS
 	// Listen is the address of the REST API. Defaults to 127.0.0.1:8080.
 	Listen string
 	// Limits bound the connections of Listen. Defaults to
@@ -64,6 +72,10 @@ type Config struct {
 	// instead of the API's, with no token. Defaults to none: /metrics is
 	// served beside the API and asks for a token when the API does.
 	MetricsListen string
+	// TLSCertFile and TLSKeyFile hold the certificate and key the API
+	// serves HTTPS with (TLS 1.2 or later), read again when they change.
+	// Both or neither. Defaults to none: plain HTTP.
+	TLSCertFile, TLSKeyFile string
 	// Tokens are the accepted bearer tokens. Required unless Listen is a
 	// loopback address. Defaults to none.
 	Tokens []string
@@ -132,6 +144,12 @@ func (c Config) validate() error {
 	if len(c.EncryptionKey) != 32 {
 		errs = append(errs, errors.New("the encryption key is required: 32 bytes, base64 (--encryption-key-file or SCHEDULER_ENCRYPTION_KEY)"))
 	}
+	if err := tlsfiles.CheckBoth(tlsfiles.Serving(c.TLSCertFile, c.TLSKeyFile, nil)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.RedisTLS.check(c.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
 	if len(c.Tokens) == 0 && !Loopback(c.Listen) {
 		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-tokens or SCHEDULER_API_TOKENS)", c.Listen))
 	}
@@ -186,6 +204,7 @@ type Service struct {
 	http     *health.Server
 	metrics  *health.Server
 	tracer   *tracing.Tracer
+	cert     *tlsfiles.KeyPair // of the API; nil serves plain HTTP
 	stopOnce sync.Once
 }
 
@@ -211,14 +230,23 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The files load before any connection, so that one that does not
+	// load fails at once rather than after waiting for the servers.
+	if s.cert, err = tlsfiles.LoadOptionalKeyPair(tlsfiles.Serving(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Logger)); err != nil {
+		return err
+	}
+	redisTLS, err := cfg.RedisTLS.load(cfg.Logger)
+	if err != nil {
+		return err
+	}
 	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "planner", cfg.Logger)
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "planner", cfg.Logger, cfg.NATS)
 	if err != nil {
 		return err
 	}
 	s.watch = health.WatchNATS(s.nc, health.NATSConfig{})
-	if s.rdb, err = redisClient(cfg.RedisURL, cfg.RedisCluster); err != nil {
+	if s.rdb, err = redisClient(cfg.RedisURL, cfg.RedisCluster, redisTLS); err != nil {
 		return err
 	}
 	if err := streams.RetryWhile(ctx, "Redis", redisTransient, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }); err != nil {
@@ -294,34 +322,41 @@ func (s *Service) start(ctx context.Context) error {
 		mux.Handle("GET /metrics", server.Authenticated(reg.Handler()))
 	}
 	mux.Handle("/", observe.API(server, api.RouteOf))
-	if s.http, err = health.Listen(cfg.Listen, mux, cfg.Limits); err != nil {
+	if s.http, err = health.Listen(cfg.Listen, mux, cfg.Limits, s.cert.Listener); err != nil {
 		return err
 	}
-	server.Listening(s.http.Addr(), false)
-	cfg.Logger.Info("planner started", slog.String("api", "http://"+s.Addr()))
+	server.Listening(s.http.Addr(), s.cert != nil)
+	cfg.Logger.Info("planner started", slog.String("api", s.URL()))
 	return nil
 }
 
-// redisClient connects to one Redis server, or to a Redis Cluster.
-func redisClient(url string, cluster bool) (redis.UniversalClient, error) {
+// redisClient connects to one Redis server, or to a Redis Cluster. With a
+// rediss:// URL, tlsFiles (when not nil) adds authorities and a client
+// certificate to the TLS the URL asks for.
+func redisClient(url string, cluster bool, tlsFiles *redisTLSFiles) (redis.UniversalClient, error) {
 	if cluster {
 		opts, err := redis.ParseClusterURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("the Redis Cluster URL: %w", err)
 		}
+		tlsFiles.apply(opts.TLSConfig)
 		return redis.NewClusterClient(opts), nil
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("the Redis URL: %w", err)
 	}
+	tlsFiles.apply(opts.TLSConfig)
 	return redis.NewClient(opts), nil
 }
 
 // redisTransient reports whether a failed Redis ping is worth repeating:
 // no answer (yet), or a server loading its data or a cluster without a
-// quorum. Credentials refused are not.
+// quorum. Credentials or certificates refused are not.
 func redisTransient(err error) bool {
+	if tlsfiles.Refused(err) {
+		return false
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) {
 		return true
@@ -350,6 +385,14 @@ func (s *Service) Addr() string {
 		return s.cfg.Listen
 	}
 	return s.http.Addr()
+}
+
+// URL returns the base URL of the API: https:// when it serves TLS.
+func (s *Service) URL() string {
+	if s.cert != nil {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
 }
 
 // Wake makes the dispatcher look at the timer at once, as when the clock

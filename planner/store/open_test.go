@@ -24,7 +24,7 @@ func TestOpenWaitsForJetStream(t *testing.T) {
 	early := testkit.NATSOn(t, t.TempDir(), port, false)
 	var logs testkit.Logs
 	ctx := streams.WithLogger(context.Background(), logs.Logger())
-	nc, js, err := streams.Connect(ctx, early.ClientURL(), "test", logs.Logger())
+	nc, js, err := streams.Connect(ctx, early.ClientURL(), "test", logs.Logger(), streams.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/metrics"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/worker"
 )
@@ -27,6 +28,9 @@ import (
 type Config struct {
 	// NATSURL is the NATS server to connect to. Required.
 	NATSURL string
+	// NATS says how the role proves itself to NATS and checks the server.
+	// Defaults to what NATSURL says.
+	NATS streams.ConnectOptions
 	// EncryptionKey opens the secrets the planners sealed (32 bytes, the
 	// planners' key). Required.
 	EncryptionKey []byte
@@ -36,6 +40,10 @@ type Config struct {
 	// Limits bound the connections of Listen. Defaults to
 	// health.DefaultLimits.
 	Limits health.Limits
+	// TLSCertFile and TLSKeyFile hold the certificate and key the
+	// endpoints serve HTTPS with, read again when they change. Both or
+	// neither. Defaults to none: plain HTTP.
+	TLSCertFile, TLSKeyFile string
 	// Worker configures the worker; its Sender and Sealer are built here.
 	Worker worker.Config
 	// Actions configures the senders.
@@ -54,6 +62,9 @@ func (c Config) validate() error {
 	var errs []error
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("the NATS URL is required (--nats-url or SCHEDULER_NATS_URL)"))
+	}
+	if err := tlsfiles.CheckBoth(tlsfiles.Serving(c.TLSCertFile, c.TLSKeyFile, nil)); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.EncryptionKey) != seal.KeySize {
 		errs = append(errs, errors.New("the encryption key is required: the planners' 32 bytes, base64 (--encryption-key-file or SCHEDULER_ENCRYPTION_KEY)"))
@@ -105,9 +116,13 @@ func (s *Service) start(ctx context.Context) error {
 	if s.senders, err = builtin.New(cfg.Actions); err != nil {
 		return err
 	}
+	cert, err := tlsfiles.LoadOptionalKeyPair(tlsfiles.Serving(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Logger))
+	if err != nil {
+		return err
+	}
 	ctx = streams.WithLogger(ctx, cfg.Logger)
 	var js jetstream.JetStream
-	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "worker", cfg.Logger)
+	s.nc, js, err = streams.Connect(ctx, cfg.NATSURL, "worker", cfg.Logger, cfg.NATS)
 	if err != nil {
 		return err
 	}
@@ -129,7 +144,7 @@ func (s *Service) start(ctx context.Context) error {
 	reg.WatchConsumer(js, contracts.ExecStream, contracts.WorkersConsumer)
 	if cfg.Listen != "" {
 		checks := health.Checks{Alive: s.watch.Alive, Ready: s.watch.Ready}
-		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits); err != nil {
+		if s.http, err = health.ListenRole(cfg.Listen, checks, reg.Handler(), cfg.Limits, cert.Listener); err != nil {
 			return err
 		}
 	}
