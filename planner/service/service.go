@@ -45,9 +45,27 @@ type Config struct {
 	RedisCluster bool
 	// Listen is the address of the REST API. Defaults to 127.0.0.1:8080.
 	Listen string
-	// Tokens are the accepted bearer tokens. Required unless Listen is a
-	// loopback address. Defaults to none.
+	// Tokens are the accepted flat bearer tokens, each an operator over
+	// everything and at least api.MinTokenLength characters long. Tokens,
+	// TokensFile or OIDC is required unless Listen is a loopback address.
+	// Defaults to none.
 	Tokens []string
+	// TokensFile names the file of scoped tokens (see api.TokenEntry),
+	// read again when it changes. Defaults to none.
+	TokensFile string
+	// TokensFileInterval is how often the token file is read again.
+	// Defaults to 5s.
+	TokensFileInterval time.Duration
+	// OIDC verifies OpenID Connect bearer tokens when its Issuer is set.
+	// Defaults to none.
+	OIDC api.OIDCConfig
+	// Ceilings bound the quotas and collections a principal below
+	// operator may give itself. Defaults to api.Ceilings' defaults.
+	Ceilings api.Ceilings
+	// DisableIntake turns the NATS intake off: no planner of this
+	// configuration answers scheduler.api.jobs.> or consumes the INTAKE
+	// stream. Defaults to false (the intake runs).
+	DisableIntake bool
 	// EncryptionKey seals secrets at rest and in execution messages (32
 	// bytes). Required.
 	EncryptionKey []byte
@@ -113,10 +131,10 @@ func (c Config) validate() error {
 	if len(c.EncryptionKey) != 32 {
 		errs = append(errs, errors.New("the encryption key is required: 32 bytes, base64 (--encryption-key-file or SCHEDULER_ENCRYPTION_KEY)"))
 	}
-	if len(c.Tokens) == 0 && !Loopback(c.Listen) {
-		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-token or SCHEDULER_API_TOKENS)", c.Listen))
+	if len(c.Tokens) == 0 && c.TokensFile == "" && c.OIDC.Issuer == "" && !Loopback(c.Listen) {
+		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-tokens-file, --oidc-issuer or --api-tokens)", c.Listen))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.validateAccess()...)...)
 }
 
 // Loopback reports whether addr (host:port) listens on loopback only.
@@ -142,6 +160,7 @@ type Service struct {
 	feedback *feedback.Consumer
 	intake   *intake.Intake
 	http     *health.Server
+	tokens   *api.TokenFile
 	tracer   *tracing.Tracer
 	stopOnce sync.Once
 }
@@ -165,6 +184,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 func (s *Service) start(ctx context.Context) error {
 	cfg := s.cfg
 	sealer, err := seal.New(cfg.EncryptionKey)
+	if err != nil {
+		return err
+	}
+	authenticators, err := s.authenticators(ctx)
 	if err != nil {
 		return err
 	}
@@ -221,9 +244,11 @@ func (s *Service) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	server := api.New(st, s.engine.Scheduling(), api.Config{Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger})
-	s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger})
-	if err != nil {
+	server := api.New(st, s.engine.Scheduling(), api.Config{Tokens: cfg.Tokens, Authenticators: authenticators, Ceilings: cfg.Ceilings,
+		History: hist, Now: cfg.Now, Logger: cfg.Logger})
+	if cfg.DisableIntake {
+		cfg.Logger.Info("the NATS intake is off")
+	} else if s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
 		return err
 	}
 	reg.WatchConsumer(js, contracts.ResultsStream, contracts.PlannerConsumer)
@@ -244,6 +269,53 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	cfg.Logger.Info("planner started", slog.String("api", "http://"+s.Addr()))
 	return nil
+}
+
+// validateAccess checks the flat tokens, the OpenID Connect issuer and the
+// ceilings, naming the flag of each problem and never a token.
+func (c Config) validateAccess() []error {
+	var errs []error
+	for i, token := range c.Tokens {
+		if err := api.CheckToken(token); err != nil {
+			errs = append(errs, fmt.Errorf("--api-tokens (SCHEDULER_API_TOKENS): token %d of %d: %w", i+1, len(c.Tokens), err))
+		}
+	}
+	if c.OIDC.Issuer != "" || c.OIDC.Audience != "" {
+		if err := c.OIDC.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--oidc-issuer and --oidc-audience (SCHEDULER_OIDC_ISSUER, SCHEDULER_OIDC_AUDIENCE): %w", err))
+		}
+	}
+	if err := c.Ceilings.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("the ceilings (--max-jobs-per-collection, --min-recurrence-interval, --max-collections-per-subscription): %w", err))
+	}
+	return errs
+}
+
+// authenticators opens the token file, reading it again from now on, and
+// the OpenID Connect verifier, as configured.
+func (s *Service) authenticators(ctx context.Context) ([]api.Authenticator, error) {
+	var out []api.Authenticator
+	if s.cfg.TokensFile != "" {
+		f, err := api.OpenTokenFile(api.TokenFileConfig{Path: s.cfg.TokensFile, Interval: s.cfg.TokensFileInterval, Logger: s.cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("--api-tokens-file (SCHEDULER_API_TOKENS_FILE): %w", err)
+		}
+		if err := f.Start(ctx); err != nil {
+			return nil, err
+		}
+		s.tokens = f
+		out = append(out, f)
+	}
+	if s.cfg.OIDC.Issuer != "" {
+		oc := s.cfg.OIDC
+		oc.Logger = cmp.Or(oc.Logger, s.cfg.Logger)
+		o, err := api.NewOIDC(oc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // redisClient connects to one Redis server, or to a Redis Cluster.
@@ -310,6 +382,9 @@ func (s *Service) Stop(ctx context.Context) {
 		s.http.Shutdown(ctx)
 		if s.intake != nil {
 			s.intake.Stop()
+		}
+		if s.tokens != nil {
+			s.tokens.Stop()
 		}
 		if s.feedback != nil {
 			s.feedback.Stop()
