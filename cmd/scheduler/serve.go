@@ -84,7 +84,7 @@ func newServePlannerCommand() *cobra.Command {
 	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
 	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
 	flags.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the Redis URL names a node of a Redis Cluster (more seed nodes as ?addr=host:port)")
-	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
+	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens of 32 characters or more, each an operator over everything")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&cfg.Partitions, "partitions", 16, "timer partitions (Redis hash slots); all planners must agree")
 	flags.StringVar(&cfg.RedisPrefix, "redis-prefix", "sched", "prefix of the planners' Redis keys; all planners must agree")
@@ -96,10 +96,12 @@ func newServePlannerCommand() *cobra.Command {
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
 	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
 	otlpFlag(flags, vars, &cfg.Tracing.Endpoint)
+	accessParsed := accessFlags(flags, vars, &cfg)
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg.Tokens = splitList(tokens)
+		accessParsed()
 		key, err := loadKey(keyFile)
 		if err != nil {
 			return err

@@ -51,7 +51,7 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("role %s is not one of reader, writer, operator", contracts.QuoteName(s))
+	return 0, fmt.Errorf("%s is not one of reader, writer, operator", contracts.QuoteName(s))
 }
 
 // Scope is a part of the resource tree: a subscription, a resource group

@@ -175,3 +175,12 @@ func CheckToken(token string) error {
 	}
 	return nil
 }
+
+// MarshalEntry checks the entry and returns it as YAML, an item of the
+// list "tokens" of a token file.
+func (e TokenEntry) MarshalEntry() ([]byte, error) {
+	if _, _, problems := e.principal(); len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	return yaml.Marshal([]TokenEntry{e})
+}

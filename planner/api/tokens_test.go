@@ -66,7 +66,7 @@ func TestTokenFilesAreCheckedEntryByEntry(t *testing.T) {
 	}{
 		{"a missing name", "tokens:\n  - {sha256: " + hash + ", role: reader, scopes: ['*']}", "tokens[0]: name: required"},
 		{"a hash that is not hex", "tokens:\n  - {name: a, sha256: zz, role: reader, scopes: ['*']}", "tokens[0] (a): sha256: must be the 64 hex digits"},
-		{"an unknown role", "tokens:\n  - {name: a, sha256: " + hash + ", role: admin, scopes: ['*']}", `tokens[0] (a): role: role "admin" is not one of reader, writer, operator`},
+		{"an unknown role", "tokens:\n  - {name: a, sha256: " + hash + ", role: admin, scopes: ['*']}", `tokens[0] (a): role: "admin" is not one of reader, writer, operator`},
 		{"no scope", "tokens:\n  - {name: a, sha256: " + hash + ", role: reader}", "tokens[0] (a): scopes: at least one is required"},
 		{"a bad scope", "tokens:\n  - {name: a, sha256: " + hash + ", role: reader, scopes: ['/subscriptions/a', '/jobs']}", "tokens[0] (a): scopes[1]: scope"},
 		{"two tokens of one name", "tokens:\n  - {name: a, sha256: " + hash + ", role: reader, scopes: ['*']}\n  - {name: A, sha256: " + HashToken(strings.Repeat("b", 40)) + ", role: reader, scopes: ['*']}", "tokens[1] (A): name: another token has this name"},
