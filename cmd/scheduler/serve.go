@@ -101,12 +101,12 @@ func newServePlannerCommand() *cobra.Command {
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg.Tokens = splitList(tokens)
-		accessParsed()
 		key, err := loadKey(keyFile)
 		if err != nil {
 			return err
 		}
 		cfg.EncryptionKey = key
+		accessParsed()
 		return runRole(cmd, logger, 30*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
 			return service.Start(ctx, cfg)

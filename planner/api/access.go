@@ -228,6 +228,15 @@ type Authenticator interface {
 // accept.
 var ErrUnknownToken = errors.New("unknown bearer token")
 
+// withFlatTokens returns the authenticators of a Config: its flat tokens
+// first, then the others.
+func withFlatTokens(tokens []string, others []Authenticator) []Authenticator {
+	if len(tokens) == 0 {
+		return others
+	}
+	return append([]Authenticator{OperatorTokens(tokens)}, others...)
+}
+
 // authenticate finds the principal of the request from its bearer token
 // and returns the request carrying it. A request that already carries one
 // comes from inside the process (Apply); the context of a request from
@@ -236,7 +245,7 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, *apiError) {
 	if _, ok := principalOf(r.Context()); ok {
 		return r, nil
 	}
-	if len(s.authenticators) == 0 {
+	if len(s.cfg.Authenticators) == 0 {
 		return r.WithContext(withPrincipal(r.Context(), anonymous)), nil
 	}
 	refused := newError(http.StatusUnauthorized, codeAuthFailed, "a valid bearer token is required in the Authorization header")
@@ -246,7 +255,7 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, *apiError) {
 		return r, refused
 	}
 	var unavailableErr error
-	for _, a := range s.authenticators {
+	for _, a := range s.cfg.Authenticators {
 		p, err := a.Authenticate(r.Context(), token)
 		switch {
 		case err == nil:

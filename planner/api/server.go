@@ -75,6 +75,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.RetryWindow = cmp.Or(c.RetryWindow, 3*time.Second)
 	c.Ceilings = c.Ceilings.withDefaults()
+	c.Authenticators = withFlatTokens(c.Tokens, c.Authenticators)
 	return c
 }
 
@@ -83,8 +84,6 @@ type Server struct {
 	store jobStore
 	sched Scheduling
 	cfg   Config
-	// authenticators are Config.Tokens' and Config.Authenticators.
-	authenticators []Authenticator
 	// retried, when a test sets it, receives each transient fault a request
 	// retries.
 	retried chan<- error
@@ -92,12 +91,7 @@ type Server struct {
 
 // New returns the API over st, asking sched for timing.
 func New(st *store.Store, sched Scheduling, cfg Config) *Server {
-	s := &Server{store: jobStore{st: st}, sched: sched, cfg: cfg.withDefaults()}
-	if len(cfg.Tokens) > 0 {
-		s.authenticators = append(s.authenticators, OperatorTokens(cfg.Tokens))
-	}
-	s.authenticators = append(s.authenticators, cfg.Authenticators...)
-	return s
+	return &Server{store: jobStore{st: st}, sched: sched, cfg: cfg.withDefaults()}
 }
 
 // supportedAPIVersions are accepted in api-version; absent is accepted too.
@@ -267,7 +261,9 @@ func (s *Server) Apply(ctx context.Context, method, path string, body []byte) (i
 		return e.status, data
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	s.ServeHTTP(rec, req)
+	internal := *s
+	internal.cfg.Tokens = nil
+	internal.ServeHTTP(rec, req)
 	return rec.status, rec.body.Bytes()
 }
 

@@ -45,13 +45,13 @@ type Config struct {
 	RedisCluster bool
 	// Listen is the address of the REST API. Defaults to 127.0.0.1:8080.
 	Listen string
-	// Tokens are the accepted flat bearer tokens, each an operator over
-	// everything and at least api.MinTokenLength characters long. Tokens,
-	// TokensFile or OIDC is required unless Listen is a loopback address.
-	// Defaults to none.
+	// Tokens are the accepted bearer tokens. Required unless Listen is a
+	// loopback address. Defaults to none.
 	Tokens []string
 	// TokensFile names the file of scoped tokens (see api.TokenEntry),
-	// read again when it changes. Defaults to none.
+	// read again when it changes. Beyond loopback, Tokens (each an
+	// operator over everything, of api.MinTokenLength characters or
+	// more), TokensFile or OIDC is required. Defaults to none.
 	TokensFile string
 	// TokensFileInterval is how often the token file is read again.
 	// Defaults to 5s.
@@ -160,8 +160,8 @@ type Service struct {
 	feedback *feedback.Consumer
 	intake   *intake.Intake
 	http     *health.Server
-	tokens   *api.TokenFile
 	tracer   *tracing.Tracer
+	tokens   *api.TokenFile
 	stopOnce sync.Once
 }
 
