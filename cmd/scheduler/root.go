@@ -44,7 +44,7 @@ completes collection and job names from the server.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(),
+	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(), newTokenCommand(),
 		newCollectionsCommand(), newJobsCommand(), newHistoryCommand(), newHealthcheckCommand())
 	return root
 }

@@ -87,7 +87,7 @@ func newServePlannerCommand() *cobra.Command {
 	vars := commonFlags(flags, &cfg.NATSURL, &cfg.Listen, &cfg.Limits, &cfg.Replicas, "127.0.0.1:8080", "the REST API, /healthz, /readyz and /metrics")
 	flags.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL, redis:// or rediss://")
 	flags.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the Redis URL names a node of a Redis Cluster (more seed nodes as ?addr=host:port)")
-	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens the API accepts; required beyond loopback")
+	flags.StringVar(&tokens, "api-tokens", "", "comma-separated bearer tokens of 32 characters or more, each an operator over everything")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the base64 key that encrypts secrets (or the key itself in "+envEncryptionKey+")")
 	flags.StringVar(&hosts, "api-hosts", "", "comma-separated host names the API is served as; requests naming another Host are refused (default: the --public-url host, or localhost, 127.0.0.1 and ::1 on loopback)")
 	flags.StringVar(&cfg.PublicURL, "public-url", "", "URL clients reach the API at, such as https://scheduler.example.com: the base of nextLink (default: the address it listens on)")
@@ -106,6 +106,7 @@ func newServePlannerCommand() *cobra.Command {
 	natsFlags(flags, vars, &cfg.NATS)
 	tlsFlags(flags, vars, &cfg.TLSCertFile, &cfg.TLSKeyFile, "the REST API and its endpoints")
 	redisTLSFlags(flags, vars, &cfg.RedisTLS)
+	accessParsed := accessFlags(flags, vars, &cfg)
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -115,6 +116,7 @@ func newServePlannerCommand() *cobra.Command {
 			return err
 		}
 		cfg.EncryptionKey = key
+		accessParsed()
 		return runRole(cmd, logger, 30*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
 			return service.Start(ctx, cfg)

@@ -57,4 +57,23 @@ func TestServePlannerRejectsAnIncompleteConfiguration(t *testing.T) {
 			}
 		}
 	})
+	t.Run("short tokens are refused, naming the flag", func(t *testing.T) {
+		t.Setenv(envEncryptionKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+		t.Setenv(envAPITokens, "hunter2,"+strings.Repeat("x", 32))
+		cmd := newRootCommand()
+		cmd.SetArgs([]string{"serve", "planner", "--nats-url", "nats://127.0.0.1:1", "--redis-url", "redis://127.0.0.1:1"})
+		err := cmd.Execute()
+		if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "--api-tokens (SCHEDULER_API_TOKENS): token 1 of 2") || strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("a token file that cannot be read stops the start, naming the flag", func(t *testing.T) {
+		t.Setenv(envEncryptionKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+		cmd := newRootCommand()
+		cmd.SetArgs([]string{"serve", "planner", "--nats-url", "nats://127.0.0.1:1", "--redis-url", "redis://127.0.0.1:1", "--api-tokens-file", "missing.yaml", "--intake=false"})
+		err := cmd.Execute()
+		if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "--api-tokens-file (SCHEDULER_API_TOKENS_FILE): reading the token file") {
+			t.Fatalf("err %v", err)
+		}
+	})
 }

@@ -412,7 +412,7 @@ func TestJobs(t *testing.T) {
 
 func TestRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "token-1", "token-2")
+	b := setup(t, token1, token2)
 	t.Run("a request without a valid bearer token is 401", func(t *testing.T) {
 		if code := b.mustDo(t, http.StatusUnauthorized, "GET", base, "").errorCode(t); code != codeAuthFailed {
 			t.Fatalf("code %q", code)
@@ -420,11 +420,11 @@ func TestRequests(t *testing.T) {
 		if r := b.do(t, "GET", base, "", "Authorization", "Bearer wrong"); r.status != http.StatusUnauthorized {
 			t.Fatalf("status %d", r.status)
 		}
-		if r := b.do(t, "GET", base, "", "Authorization", "Bearer token-2"); r.status != http.StatusOK {
+		if r := b.do(t, "GET", base, "", "Authorization", "Bearer "+token2); r.status != http.StatusOK {
 			t.Fatalf("status %d: %s", r.status, r.body)
 		}
 	})
-	auth := []string{"Authorization", "Bearer token-1"}
+	auth := []string{"Authorization", "Bearer " + token1}
 	for _, tt := range []struct {
 		name, method, path, body string
 		status                   int
@@ -443,7 +443,7 @@ func TestRequests(t *testing.T) {
 	}
 	t.Run("an unsupported api-version is 400", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", b.srv.URL+base+"?api-version=1999-01-01", nil)
-		req.Header.Set("Authorization", "Bearer token-1")
+		req.Header.Set("Authorization", "Bearer "+token1)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 // against this API with only its base URL changed.
 func TestAzureSDKClient(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "sdk-token")
+	b := setup(t, token1)
 	ctx := context.Background()
-	auth := autorest.NewBearerAuthorizer(staticToken("sdk-token"))
+	auth := autorest.NewBearerAuthorizer(staticToken(token1))
 	collections := scheduler.NewJobCollectionsClientWithBaseURI(b.srv.URL, "sub1")
 	collections.Authorizer = auth
 	jobs := scheduler.NewJobsClientWithBaseURI(b.srv.URL, "sub1")

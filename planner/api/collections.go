@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner/store"
@@ -29,6 +31,7 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, sub, rg
 	if err != nil {
 		return storeError(err, "the job collections")
 	}
+	cols = visibleCollections(r.Context(), cols)
 	out := contracts.JobCollectionListResult{Value: make([]contracts.JobCollectionDefinition, len(cols))}
 	for i, c := range cols {
 		out.Value[i] = renderCollection(c)
@@ -122,6 +125,9 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		existing, err := s.store.GetCollection(ctx, ref)
 		switch {
 		case errors.Is(err, store.ErrNotFound) && mayCreate:
+			if e := s.checkCeilings(ctx, ref, nil, *def.Properties); e != nil {
+				return e
+			}
 			c := store.Collection{Ref: ref, Location: def.Location, Tags: def.Tags, Properties: *def.Properties, Created: now, Updated: now}
 			saved, err := s.store.PutCollection(ctx, c, 0)
 			if errors.Is(err, store.ErrExists) && attempt < 3 {
@@ -130,10 +136,14 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 			if err != nil {
 				return storeError(err, collectionWhat(ref))
 			}
+			s.audit(ctx, "job collection created", slog.String("collection", collectionID(ref)))
 			writeJSON(w, http.StatusCreated, renderCollection(saved))
 			return nil
 		case err != nil:
 			return storeError(err, collectionWhat(ref))
+		}
+		if e := s.checkCeilings(ctx, ref, &existing.Properties, *def.Properties); e != nil {
+			return e
 		}
 		if e := s.checkNewQuota(ctx, existing, *def.Properties); e != nil {
 			return e
@@ -147,6 +157,7 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		if err != nil {
 			return storeError(err, collectionWhat(ref))
 		}
+		s.audit(ctx, "job collection updated", slog.String("collection", collectionID(ref)))
 		writeJSON(w, http.StatusOK, renderCollection(saved))
 		return nil
 	}
@@ -213,6 +224,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, ref co
 	if err := s.store.DeleteCollection(r.Context(), ref); err != nil {
 		return storeError(err, collectionWhat(ref))
 	}
+	s.audit(r.Context(), "job collection deleted", slog.String("collection", collectionID(ref)))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -247,6 +259,7 @@ func (s *Server) setCollectionEnabled(w http.ResponseWriter, r *http.Request, re
 			return e
 		}
 	}
+	s.audit(ctx, "job collection "+strings.ToLower(string(state)), slog.String("collection", collectionID(ref)))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

@@ -31,6 +31,11 @@ const (
 	codeUnavailable       = "ServiceUnavailable"
 )
 
+// The error code of a request its principal may not make (access.go).
+const (
+	codeAuthorizationFailed = "AuthorizationFailed"
+)
+
 // armError is the body of every error response:
 // {"error": {"code", "message", "details": [{"code", "target", "message"}]}}.
 type armError struct {

@@ -233,6 +233,11 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 				return e
 			}
 		}
+		event := "job updated"
+		if existing == nil {
+			event = "job created"
+		}
+		s.audit(ctx, event, slog.String("job", jobID(ref)))
 		writeJSON(w, status, s.renderJob(ctx, saved))
 		return nil
 	}
@@ -331,6 +336,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, ref contracts
 	if err := s.store.DeleteJob(r.Context(), ref); err != nil {
 		return storeError(err, jobWhat(ref))
 	}
+	s.audit(r.Context(), "job deleted", slog.String("job", jobID(ref)))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -358,6 +364,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.Jo
 	})
 	switch {
 	case err == nil:
+		s.audit(ctx, "job run requested", slog.String("job", jobID(ref)))
 		w.WriteHeader(http.StatusOK)
 		return nil
 	case transient.Is(err), errors.Is(err, context.Canceled):

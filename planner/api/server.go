@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -45,10 +44,18 @@ type Config struct {
 	// History serves the jobs' history. Nil answers every history request
 	// with an empty list.
 	History History
-	// Tokens are the bearer tokens accepted in the Authorization header.
-	// Empty means no authentication, which the binary allows only when the
-	// API listens on loopback. Defaults to none.
+	// Tokens are flat bearer tokens accepted in the Authorization header,
+	// each an operator over everything (OperatorTokens). Empty, with no
+	// Authenticators, means no authentication, which the binary allows
+	// only when the API listens on loopback. Defaults to none.
 	Tokens []string
+	// Authenticators find the principal of the other bearer tokens, tried
+	// in order after Tokens: a TokenFile, an OIDC verifier. Defaults to
+	// none.
+	Authenticators []Authenticator
+	// Ceilings bound the quotas and collections a principal below
+	// operator may give itself. Defaults to Ceilings' defaults.
+	Ceilings Ceilings
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 	// RetryWindow is how long a request retries the job store, the timer
@@ -77,6 +84,8 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	c.RetryWindow = cmp.Or(c.RetryWindow, 3*time.Second)
+	c.Ceilings = c.Ceilings.withDefaults()
+	c.Authenticators = withFlatTokens(c.Tokens, c.Authenticators)
 	return c
 }
 
@@ -143,9 +152,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if e := s.authenticate(r); e != nil && !internal {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
-		writeError(w, e)
+	r, authErr := s.authenticate(r)
+	if authErr != nil {
+		if authErr.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
+		}
+		writeError(w, authErr)
 		return
 	}
 	if v := r.URL.Query().Get("api-version"); v != "" && !supportedAPIVersions[v] {
@@ -180,28 +192,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (any token, when the API asks for one): /metrics beside the API.
 func (s *Server) Authenticated(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := s.authenticate(r); e != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
+		if _, e := s.authenticate(r); e != nil {
+			if e.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
+			}
 			writeError(w, e)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) authenticate(r *http.Request) *apiError {
-	if len(s.cfg.Tokens) == 0 {
-		return nil
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if ok && strings.EqualFold(scheme, "Bearer") {
-		for _, t := range s.cfg.Tokens {
-			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(t)) == 1 {
-				return nil
-			}
-		}
-	}
-	return newError(http.StatusUnauthorized, codeAuthFailed, "a valid bearer token is required in the Authorization header")
 }
 
 // route serves the ARM route the path names (see match); names are
@@ -218,6 +217,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	// Before anything reaches NATS or Redis: a name over its limit would
 	// make a subject NATS refuses, closing the connection.
 	if e := checkPathNames(pattern, seg); e != nil {
+		return e
+	}
+	if e := s.authorize(r, pattern, seg); e != nil {
 		return e
 	}
 	sub := seg[1]
@@ -304,10 +306,11 @@ func newRequestID() string {
 }
 
 // Apply serves one request from inside the process (the NATS intake) as if
-// it had come over HTTP, without the bearer token check, and returns the
-// status and body the API would have sent.
+// it had come over HTTP, without the bearer token check, as the principal
+// "nats-intake" (a writer over everything), and returns the status and
+// body the API would have sent.
 func (s *Server) Apply(ctx context.Context, method, path string, body []byte) (int, []byte) {
-	req, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(withPrincipal(ctx, intakePrincipal), method, path, bytes.NewReader(body))
 	if err != nil {
 		e := newError(http.StatusBadRequest, codeBadRequest, err.Error())
 		data, _ := json.Marshal(armError{Error: e.body})

@@ -129,20 +129,52 @@ func (in *Intake) Stop() {
 	}
 }
 
-// apply PUTs the definition at the job named by the subject's tokens.
-func (in *Intake) apply(ctx context.Context, subject, prefix string, body []byte) (int, []byte) {
+// apply PUTs the definition at the job named by the subject's tokens,
+// and logs who published a definition applied (see creator).
+func (in *Intake) apply(ctx context.Context, subject, prefix string, header nats.Header, body []byte) (int, []byte) {
 	path, err := jobPath(strings.TrimPrefix(subject, prefix))
 	if err != nil {
 		data, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "BadRequest", "message": err.Error()}})
 		return 400, data
 	}
-	return in.api.Apply(ctx, "PUT", path, body)
+	status, answer := in.api.Apply(ctx, "PUT", path, body)
+	if status < 300 {
+		in.cfg.Logger.Info("job definition applied from NATS",
+			append([]any{slog.String("subject", contracts.Abbreviate(subject)), slog.Int("status", status)}, creator(header)...)...)
+	}
+	return status, answer
+}
+
+// creator returns what a message tells of who published it: the account
+// and user of the Nats-Request-Info header, which the NATS server sets on
+// a request that crossed into the planners' account through a service
+// import (the user only when the import shares it). Within one account a
+// client can write that header itself, and the server removes it from
+// messages it stores in a stream: who may publish definitions is decided
+// by the server's permissions (docs/nats.md), not by this.
+func creator(header nats.Header) []any {
+	var info struct {
+		Account string `json:"acc"`
+		User    string `json:"user"`
+	}
+	raw := header.Get("Nats-Request-Info")
+	if raw == "" || json.Unmarshal([]byte(raw), &info) != nil {
+		return nil
+	}
+	var attrs []any
+	if info.Account != "" {
+		attrs = append(attrs, slog.String("nats_account", contracts.Abbreviate(info.Account)))
+	}
+	if info.User != "" {
+		attrs = append(attrs, slog.String("nats_user", contracts.Abbreviate(info.User)))
+	}
+	return attrs
 }
 
 func (in *Intake) onRequest(m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	status, body := in.apply(ctx, m.Subject, contracts.RequestSubjectPrefix, m.Data)
+	status, body := in.apply(ctx, m.Subject, contracts.RequestSubjectPrefix, m.Header, m.Data)
 	if m.Reply == "" {
 		return
 	}
@@ -157,7 +189,7 @@ func (in *Intake) onRequest(m *nats.Msg) {
 func (in *Intake) onMessage(m jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	status, body := in.apply(ctx, m.Subject(), contracts.IntakeSubjectPrefix, m.Data())
+	status, body := in.apply(ctx, m.Subject(), contracts.IntakeSubjectPrefix, m.Headers(), m.Data())
 	switch {
 	case status >= 500:
 		// The store or the planner is unavailable: try again later.

@@ -79,6 +79,24 @@ type Config struct {
 	// Tokens are the accepted bearer tokens. Required unless Listen is a
 	// loopback address. Defaults to none.
 	Tokens []string
+	// TokensFile names the file of scoped tokens (see api.TokenEntry),
+	// read again when it changes. Beyond loopback, Tokens (each an
+	// operator over everything, of api.MinTokenLength characters or
+	// more), TokensFile or OIDC is required. Defaults to none.
+	TokensFile string
+	// TokensFileInterval is how often the token file is read again.
+	// Defaults to 5s.
+	TokensFileInterval time.Duration
+	// OIDC verifies OpenID Connect bearer tokens when its Issuer is set.
+	// Defaults to none.
+	OIDC api.OIDCConfig
+	// Ceilings bound the quotas and collections a principal below
+	// operator may give itself. Defaults to api.Ceilings' defaults.
+	Ceilings api.Ceilings
+	// DisableIntake turns the NATS intake off: no planner of this
+	// configuration answers scheduler.api.jobs.> or consumes the INTAKE
+	// stream. Defaults to false (the intake runs).
+	DisableIntake bool
 	// EncryptionKey seals secrets at rest and in execution messages (32
 	// bytes). Required.
 	EncryptionKey []byte
@@ -150,13 +168,13 @@ func (c Config) validate() error {
 	if err := c.RedisTLS.check(c.RedisURL); err != nil {
 		errs = append(errs, err)
 	}
-	if len(c.Tokens) == 0 && !Loopback(c.Listen) {
-		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-tokens or SCHEDULER_API_TOKENS)", c.Listen))
+	if len(c.Tokens) == 0 && c.TokensFile == "" && c.OIDC.Issuer == "" && !Loopback(c.Listen) {
+		errs = append(errs, fmt.Errorf("the API listens on %s, beyond loopback: configure bearer tokens (--api-tokens-file, --oidc-issuer or --api-tokens)", c.Listen))
 	}
 	if _, err := c.publicURL(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.validateAccess()...)...)
 }
 
 // publicURL parses PublicURL: nil when it is empty.
@@ -205,6 +223,7 @@ type Service struct {
 	metrics  *health.Server
 	tracer   *tracing.Tracer
 	cert     *tlsfiles.KeyPair // of the API; nil serves plain HTTP
+	tokens   *api.TokenFile
 	stopOnce sync.Once
 }
 
@@ -236,6 +255,10 @@ func (s *Service) start(ctx context.Context) error {
 		return err
 	}
 	redisTLS, err := cfg.RedisTLS.load(cfg.Logger)
+	if err != nil {
+		return err
+	}
+	authenticators, err := s.authenticators(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,11 +318,13 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	public, _ := cfg.publicURL() // checked by validate
 	server := api.New(st, s.engine.Scheduling(), api.Config{
-		Tokens: cfg.Tokens, History: hist, Now: cfg.Now, Logger: cfg.Logger,
+		Tokens: cfg.Tokens, Authenticators: authenticators, Ceilings: cfg.Ceilings,
+		History: hist, Now: cfg.Now, Logger: cfg.Logger,
 		Hosts: cfg.hosts(public), PublicURL: public,
 	})
-	s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger})
-	if err != nil {
+	if cfg.DisableIntake {
+		cfg.Logger.Info("the NATS intake is off")
+	} else if s.intake, err = intake.Start(ctx, s.nc, js, server, intake.Config{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
 		return err
 	}
 	reg.WatchConsumer(js, contracts.ResultsStream, contracts.PlannerConsumer)
@@ -328,6 +353,53 @@ func (s *Service) start(ctx context.Context) error {
 	server.Listening(s.http.Addr(), s.cert != nil)
 	cfg.Logger.Info("planner started", slog.String("api", s.URL()))
 	return nil
+}
+
+// validateAccess checks the flat tokens, the OpenID Connect issuer and the
+// ceilings, naming the flag of each problem and never a token.
+func (c Config) validateAccess() []error {
+	var errs []error
+	for i, token := range c.Tokens {
+		if err := api.CheckToken(token); err != nil {
+			errs = append(errs, fmt.Errorf("--api-tokens (SCHEDULER_API_TOKENS): token %d of %d: %w", i+1, len(c.Tokens), err))
+		}
+	}
+	if c.OIDC.Issuer != "" || c.OIDC.Audience != "" {
+		if err := c.OIDC.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--oidc-issuer and --oidc-audience (SCHEDULER_OIDC_ISSUER, SCHEDULER_OIDC_AUDIENCE): %w", err))
+		}
+	}
+	if err := c.Ceilings.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("the ceilings (--max-jobs-per-collection, --min-recurrence-interval, --max-collections-per-subscription): %w", err))
+	}
+	return errs
+}
+
+// authenticators opens the token file, reading it again from now on, and
+// the OpenID Connect verifier, as configured.
+func (s *Service) authenticators(ctx context.Context) ([]api.Authenticator, error) {
+	var out []api.Authenticator
+	if s.cfg.TokensFile != "" {
+		f, err := api.OpenTokenFile(api.TokenFileConfig{Path: s.cfg.TokensFile, Interval: s.cfg.TokensFileInterval, Logger: s.cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("--api-tokens-file (SCHEDULER_API_TOKENS_FILE): %w", err)
+		}
+		if err := f.Start(ctx); err != nil {
+			return nil, err
+		}
+		s.tokens = f
+		out = append(out, f)
+	}
+	if s.cfg.OIDC.Issuer != "" {
+		oc := s.cfg.OIDC
+		oc.Logger = cmp.Or(oc.Logger, s.cfg.Logger)
+		o, err := api.NewOIDC(oc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // redisClient connects to one Redis server, or to a Redis Cluster. With a
@@ -410,6 +482,9 @@ func (s *Service) Stop(ctx context.Context) {
 		s.metrics.Shutdown(ctx)
 		if s.intake != nil {
 			s.intake.Stop()
+		}
+		if s.tokens != nil {
+			s.tokens.Stop()
 		}
 		if s.feedback != nil {
 			s.feedback.Stop()

@@ -17,6 +17,9 @@ import (
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
+// secretToken is a flat token of the tests, long enough to be accepted.
+var secretToken = "secret-token-" + strings.Repeat("s", 32)
+
 // The planner role against separately running servers: NATS, and Redis
 // (the machine's in CI), as `scheduler serve planner` runs it.
 func TestPlannerServesAgainstRealServers(t *testing.T) {
@@ -29,7 +32,7 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 	}
 	svc, err := Start(context.Background(), Config{
 		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0",
-		Tokens: []string{"secret-token"}, EncryptionKey: make([]byte, 32),
+		Tokens: []string{secretToken}, EncryptionKey: make([]byte, 32),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -38,7 +41,7 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 	defer svc.Stop(context.Background())
 	api := "http://" + svc.Addr()
 	do := func(method, path, body string) (int, string) {
-		return testkit.Call(t, method, api+path, body, "Authorization", "Bearer secret-token")
+		return testkit.Call(t, method, api+path, body, "Authorization", "Bearer "+secretToken)
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := do("GET", "/readyz", ""); return code == http.StatusOK }, "never ready")
 	base := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
