@@ -66,7 +66,7 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 	// On loopback the API is served as localhost, 127.0.0.1 and ::1 only.
 	req, _ := http.NewRequest("GET", api+base, nil)
 	req.Host = "rebind.attacker.example"
-	req.Header.Set("Authorization", "Bearer secret-token")
+	req.Header.Set("Authorization", "Bearer "+secretToken)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	}
 	svc, err := Start(context.Background(), Config{
 		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
-		Tokens: []string{"secret-token"}, EncryptionKey: make([]byte, 32),
+		Tokens: []string{secretToken}, EncryptionKey: make([]byte, 32),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -98,7 +98,7 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	if code, body := testkit.Call(t, "GET", "http://"+svc.metrics.Addr()+"/metrics", ""); code != http.StatusOK || !strings.Contains(body, "scheduler_") {
 		t.Errorf("/metrics on its listener: %d", code)
 	}
-	if code, _ := testkit.Call(t, "GET", "http://"+svc.Addr()+"/metrics", "", "Authorization", "Bearer secret-token"); code == http.StatusOK {
+	if code, _ := testkit.Call(t, "GET", "http://"+svc.Addr()+"/metrics", "", "Authorization", "Bearer "+secretToken); code == http.StatusOK {
 		t.Errorf("/metrics is still served beside the API")
 	}
 }
