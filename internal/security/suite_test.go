@@ -294,4 +294,3 @@ func clip(s string) string {
 	}
 	return s
 }
-
