@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
 )
 
 // defaultCollection is the body `collections create` sends without a file.
@@ -188,7 +189,7 @@ through the scheduler's REST API (--server, --token, or the environment).
 	list.Flags().StringVar(&state, "state", "", "only jobs in this state: Enabled, Disabled, Completed or Faulted")
 	_ = list.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"Enabled", "Disabled", "Completed", "Faulted"}, cobra.ShellCompDirectiveNoFileComp))
 	get := &cobra.Command{
-		Use: "get NAME", Short: "Show a job with its status", Args: oneName("job"), ValidArgsFunction: complete,
+		Use: "get NAME", Short: "Show a job with its status, and its schedule in words on stderr", Args: oneName("job"), ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.check(true); err != nil {
 				return err
@@ -246,9 +247,14 @@ through the scheduler's REST API (--server, --token, or the environment).
 	return cmd
 }
 
-// printJobs prints jobs as a table, or as JSON.
+// printJobs prints jobs as a table, or as JSON. One job printed as JSON
+// because no format was asked for is followed, on stderr, by a "schedule:"
+// line saying when it runs: stdout stays JSON for scripts.
 func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefinition, one bool) error {
-	return printResources(o, cmd, jobs, one, "NAME\tSTATE\tRECURRENCE\tNEXT RUN\tRUNS\tFAILED\tFAULTED", func(w io.Writer, j contracts.JobDefinition) {
+	if one && o.output == "" && len(jobs) == 1 {
+		defer fmt.Fprintln(cmd.ErrOrStderr(), "schedule: "+jobSchedule(jobs[0]))
+	}
+	return printResources(o, cmd, jobs, one, "NAME\tSTATE\tSCHEDULE\tNEXT RUN\tRUNS\tFAILED\tFAULTED", func(w io.Writer, j contracts.JobDefinition) {
 		_, name, _ := strings.Cut(j.Name, "/")
 		next, runs, failed, faulted := "-", 0, 0, 0
 		if st := j.Properties.Status; st != nil {
@@ -257,7 +263,7 @@ func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefini
 			}
 			runs, failed, faulted = st.ExecutionCount, st.FailureCount, st.FaultedCount
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", name, j.Properties.State, recurrenceSummary(j.Properties.Recurrence), next, runs, failed, faulted)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", name, j.Properties.State, jobSchedule(j), next, runs, failed, faulted)
 	})
 }
 
@@ -308,34 +314,9 @@ func (o *clientOptions) requestCommand(spec requestSpec, complete cobra.Completi
 	}
 }
 
-// recurrenceSummary describes a recurrence in a few words: "once", "every
-// 15 minutes, 10 times", "every week (schedule), Europe/Berlin".
-func recurrenceSummary(r *contracts.Recurrence) string {
-	if r == nil {
-		return "once"
-	}
-	n := 1
-	if r.Interval != nil {
-		n = *r.Interval
-	}
-	unit := strings.ToLower(string(r.Frequency))
-	s := "every " + unit
-	if n != 1 {
-		s = fmt.Sprintf("every %d %ss", n, unit)
-	}
-	if r.Schedule != nil {
-		s += " (schedule)"
-	}
-	if r.TimeZone != "" {
-		s += ", " + r.TimeZone
-	}
-	if r.Count != nil {
-		s += fmt.Sprintf(", %d times", *r.Count)
-	}
-	if r.EndTime != nil {
-		s += ", until " + r.EndTime.UTC().Format(time.RFC3339)
-	}
-	return s
+// jobSchedule says when a job runs: "every weekday at 09:00 Europe/Berlin".
+func jobSchedule(j contracts.JobDefinition) string {
+	return planner.Describe(j.Properties.StartTime, j.Properties.Recurrence)
 }
 
 func newHistoryCommand() *cobra.Command {

@@ -222,11 +222,19 @@ func TestTheClientCommands(t *testing.T) {
 	t.Run("a job is created from a file, read, and listed with its next run", func(t *testing.T) {
 		must(t, server, "", "jobs", "create", "ping", "-f", jobFile)
 		var j contracts.JobDefinition
-		if err := json.Unmarshal([]byte(must(t, server, "", "jobs", "get", "ping")), &j); err != nil || j.Name != "ops/ping" {
-			t.Errorf("jobs get: %v %+v", err, j)
+		out, errOut, code := cli(t, server, "", "jobs", "get", "ping")
+		if err := json.Unmarshal([]byte(out), &j); err != nil || code != 0 || j.Name != "ops/ping" {
+			t.Errorf("jobs get: exit %d %v %+v", code, err, j)
 		}
-		out := must(t, server, "", "jobs", "list")
-		if !regexp.MustCompile(`(?m)^ping\s+Enabled\s+every day, 3 times\s+2030-01-07T09:00:00Z\s+0\s+0\s+0$`).MatchString(out) {
+		if want := "schedule: every day at 09:00 UTC, 3 times\n"; errOut != want {
+			t.Errorf("jobs get says on stderr %q, want %q", errOut, want)
+		}
+		if _, errOut, _ := cli(t, server, "", "jobs", "get", "ping", "-o", "json"); errOut != "" {
+			t.Errorf("jobs get -o json says on stderr %q, want nothing", errOut)
+		}
+		out = must(t, server, "", "jobs", "list")
+		if !regexp.MustCompile(`^NAME\s+STATE\s+SCHEDULE\s+NEXT RUN\s`).MatchString(out) ||
+			!regexp.MustCompile(`(?m)^ping\s+Enabled\s+every day at 09:00 UTC, 3 times\s+2030-01-07T09:00:00Z\s+0\s+0\s+0$`).MatchString(out) {
 			t.Errorf("jobs list:\n%s", out)
 		}
 		var jobs []contracts.JobDefinition
@@ -292,8 +300,8 @@ func TestTheClientCommands(t *testing.T) {
 			}
 		}
 		out := must(t, server, "", "jobs", "list")
-		for _, want := range []string{`(?m)^flaky\s+Enabled\s+every day, 3 times\s+2030-01-07T09:00:00Z\s+1\s+1\s+1$`,
-			`(?m)^ping\s+Enabled\s+every day, 3 times\s+2030-01-07T09:00:00Z\s+1\s+0\s+0$`} {
+		for _, want := range []string{`(?m)^flaky\s+Enabled\s+every day at 09:00 UTC, 3 times\s+2030-01-07T09:00:00Z\s+1\s+1\s+1$`,
+			`(?m)^ping\s+Enabled\s+every day at 09:00 UTC, 3 times\s+2030-01-07T09:00:00Z\s+1\s+0\s+0$`} {
 			if !regexp.MustCompile(want).MatchString(out) {
 				t.Errorf("jobs list does not match %s:\n%s", want, out)
 			}
@@ -458,26 +466,6 @@ func TestAnswerErrors(t *testing.T) {
 		err := answerError(tt.status, []byte(tt.body))
 		if got := exitCode(err); got != tt.code || !strings.Contains(err.Error(), tt.says) || strings.Count(err.Error(), "properties.action") > 1 {
 			t.Errorf("%d %s: exit %d %q, want exit %d %q", tt.status, tt.body, got, err, tt.code, tt.says)
-		}
-	}
-}
-
-func TestRecurrenceSummary(t *testing.T) {
-	t.Parallel()
-	two, five := 2, 5
-	end := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		r    *contracts.Recurrence
-		want string
-	}{
-		{nil, "once"},
-		{&contracts.Recurrence{Frequency: contracts.FrequencyMinute}, "every minute"},
-		{&contracts.Recurrence{Frequency: contracts.FrequencyHour, Interval: &two, Count: &five}, "every 2 hours, 5 times"},
-		{&contracts.Recurrence{Frequency: contracts.FrequencyWeek, Schedule: &contracts.Schedule{}, TimeZone: "Europe/Berlin", EndTime: &end},
-			"every week (schedule), Europe/Berlin, until 2030-01-01T00:00:00Z"},
-	} {
-		if got := recurrenceSummary(tt.r); got != tt.want {
-			t.Errorf("recurrenceSummary(%+v) = %q, want %q", tt.r, got, tt.want)
 		}
 	}
 }
