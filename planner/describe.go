@@ -278,13 +278,7 @@ func (d *describer) monthDays(sc *contracts.Schedule) (string, string) {
 	var byDay, byOccurrence string
 	if len(sc.MonthDays) > 0 {
 		days := sortedSet(sc.MonthDays)
-		// Counted from the start, then from the end: 1st, 15th, 2nd-to-last, last.
-		slices.SortStableFunc(days, func(a, b int) int {
-			if (a > 0) != (b > 0) {
-				return b - a
-			}
-			return a - b
-		})
+		slices.SortFunc(days, fromStartThenEnd)
 		var words []string
 		for _, n := range days {
 			switch {
@@ -344,12 +338,7 @@ func occurrences(os []contracts.MonthlyOccurrence) string {
 			continue
 		}
 		nths := sortedSet(byDay[w])
-		slices.SortStableFunc(nths, func(a, b int) int {
-			if (a > 0) != (b > 0) {
-				return b - a
-			}
-			return a - b
-		})
+		slices.SortFunc(nths, fromStartThenEnd)
 		var words []string
 		for _, n := range nths {
 			words = append(words, nthWord(n))
@@ -357,6 +346,16 @@ func occurrences(os []contracts.MonthlyOccurrence) string {
 		groups = append(groups, "the "+joinAnd(words)+" "+w.String())
 	}
 	return joinAnd(groups)
+}
+
+// fromStartThenEnd orders positions in a month counted from its start
+// before those counted from its end (negative), each in calendar order:
+// 1, 15, -2, -1.
+func fromStartThenEnd(a, b int) int {
+	if (a > 0) != (b > 0) {
+		return b - a
+	}
+	return a - b
 }
 
 // nthWord names an occurrence of a weekday in a month: "first", "last",
