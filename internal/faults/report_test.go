@@ -167,7 +167,7 @@ func TestCountersThatDisagreeWithTheSinkAreFlagged(t *testing.T) {
 }
 
 // The thresholds: an occurrence due while a NATS node was down must be
-// dispatched within 10 s of the loss; the p99 lateness of those due while
+// dispatched within NATSResumeBound (15 s) of the loss; the p99 lateness of those due while
 // a planner was down must stay under its lease + 2 s.
 func TestTheFaultThresholds(t *testing.T) {
 	t.Parallel()
@@ -181,15 +181,15 @@ func TestTheFaultThresholds(t *testing.T) {
 		{Kind: KillPlanner, Target: "planner-1", Start: t0.Add(9500 * time.Millisecond), End: t0.Add(15 * time.Second)},
 	}
 	late := func(i int, d time.Duration) { o.Calls[i].At = o.Calls[i].Expected.Add(d) }
-	late(3, 11*time.Second) // due 3 s, 0.5 s after the kill, and dispatched 11 s late
+	late(3, 16*time.Second) // due 3 s, 0.5 s after the kill, and dispatched 16 s late
 	late(12, 8*time.Second) // above lease + 2 s
 	r := Analyze(o)
-	if len(r.Faults) != 2 || r.Faults[0].Delay != 11*time.Second || r.Faults[0].Passed ||
+	if len(r.Faults) != 2 || r.Faults[0].Delay != 16*time.Second || r.Faults[0].Passed ||
 		r.Faults[1].P99 != 8*time.Second || r.Faults[1].Passed {
 		t.Fatalf("rows %+v", r.Faults)
 	}
 	failed := failedChecks(r)
-	if !strings.Contains(failed, "dispatch resumes within 10s") || !strings.Contains(failed, "under lease + 2 s") {
+	if !strings.Contains(failed, "dispatch resumes within 15s") || !strings.Contains(failed, "under lease + 2 s") {
 		t.Errorf("failed: %s", failed)
 	}
 	late(3, 100*time.Millisecond)
