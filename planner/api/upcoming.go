@@ -252,12 +252,8 @@ func (s *Server) upcomingRuns(ctx context.Context, jobs []store.Job, from, to ti
 		tallies []contracts.Tally
 	)
 	if s.sched != nil && len(jobs) > 0 {
-		refs := make([]contracts.JobRef, len(jobs))
-		for i, j := range jobs {
-			refs[i] = j.Ref
-		}
 		var err error
-		if held, tallies, err = s.sched.Pending(ctx, refs); err != nil {
+		if held, tallies, err = s.sched.Pending(ctx, refsOf(jobs)); err != nil {
 			s.cfg.Logger.Warn("reading the jobs' runs from the timer", slog.String("error", err.Error()))
 			held, tallies = nil, nil
 		}
@@ -297,6 +293,15 @@ func (s *Server) upcomingRuns(ctx context.Context, jobs []store.Job, from, to ti
 	}
 	heap.Init(&runs)
 	return runs
+}
+
+// refsOf returns the jobs' references.
+func refsOf(jobs []store.Job) []contracts.JobRef {
+	refs := make([]contracts.JobRef, len(jobs))
+	for i, j := range jobs {
+		refs[i] = j.Ref
+	}
+	return refs
 }
 
 // runOf returns the run of a job of the kind due at due.

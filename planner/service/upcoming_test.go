@@ -1,11 +1,8 @@
 package service
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -19,26 +16,11 @@ import (
 // job's count.
 func TestUpcomingRunsThroughThePlanner(t *testing.T) {
 	t.Parallel()
-	ns := testkit.NATS(t)
-	_, prefix, mr := testkit.Redis(t)
-	redisURL := testkit.RedisURL()
-	if mr != nil {
-		redisURL = "redis://" + mr.Addr()
-	}
-	svc, err := Start(context.Background(), Config{
-		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0",
-		Tokens: []string{secretToken}, EncryptionKey: make([]byte, 32),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(context.Background())
+	svc, _, _ := startAgainstRealServers(t)
 	base := "http://" + svc.Addr()
 	do := func(method, path, body string) (int, string) {
 		return testkit.Call(t, method, base+path, body, "Authorization", "Bearer "+secretToken)
 	}
-	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := do("GET", "/readyz", ""); return code == http.StatusOK }, "never ready")
 	const rg = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler"
 	if code, body := do("PUT", rg+"/jobCollections/c", `{"properties": {}}`); code != http.StatusCreated {
 		t.Fatalf("collection: %d %s", code, body)
