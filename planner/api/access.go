@@ -288,10 +288,10 @@ func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiEr
 	var scope Scope
 	allowed := false
 	switch pattern {
-	case routeSubscriptionCollections:
+	case routeSubscriptionCollections, routeSubscriptionUpcoming:
 		scope = Scope{Subscription: seg[1]}
 		allowed = p.reaches(need, seg[1], "")
-	case routeCollections:
+	case routeCollections, routeUpcoming:
 		scope = Scope{Subscription: seg[1], ResourceGroup: seg[3]}
 		allowed = p.reaches(need, seg[1], seg[3])
 	default:

@@ -34,6 +34,9 @@ type fakeScheduling struct {
 	runs    []contracts.JobRef
 	planned map[string]plannedEntry // by job name
 	tallies map[string]contracts.Tally
+	// followUps are the retries, error actions and runs the timer holds
+	// beside a job's scheduled occurrence, by job name.
+	followUps map[string][]TimerEntry
 }
 
 // plannedEntry is what the timer holds of a job: its scheduled occurrence
@@ -58,6 +61,19 @@ func (f *fakeScheduling) Scheduled(_ context.Context, ref contracts.JobRef) (tim
 	defer f.mu.Unlock()
 	p, ok := f.planned[ref.Job]
 	return p.at, p.remaining, ok, nil
+}
+
+func (f *fakeScheduling) Pending(_ context.Context, refs []contracts.JobRef) ([][]TimerEntry, []contracts.Tally, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held, tallies := make([][]TimerEntry, len(refs)), make([]contracts.Tally, len(refs))
+	for i, r := range refs {
+		if p, ok := f.planned[r.Job]; ok {
+			held[i] = append(held[i], TimerEntry{Kind: RunScheduled, Due: p.at, Remaining: p.remaining})
+		}
+		held[i], tallies[i] = append(held[i], f.followUps[r.Job]...), f.tallies[r.Job]
+	}
+	return held, tallies, nil
 }
 
 // runCount returns the number of runs scheduled.

@@ -152,6 +152,14 @@ func (s redisScheduling) Runtimes(ctx context.Context, refs []contracts.JobRef) 
 	return make([]time.Time, len(refs)), make([]contracts.Tally, len(refs)), nil
 }
 
+func (s redisScheduling) Pending(ctx context.Context, refs []contracts.JobRef) ([][]TimerEntry, []contracts.Tally, error) {
+	_, tallies, err := s.Runtimes(ctx, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return make([][]TimerEntry, len(refs)), tallies, nil
+}
+
 func (s redisScheduling) Scheduled(ctx context.Context, ref contracts.JobRef) (time.Time, int64, bool, error) {
 	err := s.rdb.Get(ctx, "next:"+ref.KVKey()).Err()
 	if errors.Is(err, redis.Nil) {

@@ -48,12 +48,8 @@ func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.J
 		tallies []contracts.Tally
 	)
 	if s.sched != nil && len(jobs) > 0 {
-		refs := make([]contracts.JobRef, len(jobs))
-		for i, j := range jobs {
-			refs[i] = j.Ref
-		}
 		var err error
-		if next, tallies, err = s.sched.Runtimes(ctx, refs); err != nil {
+		if next, tallies, err = s.sched.Runtimes(ctx, refsOf(jobs)); err != nil {
 			s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
 			next, tallies = nil, nil
 		}

@@ -14,7 +14,7 @@ import (
 // never looked up before it passed.
 func checkPathNames(pattern string, seg []string) *apiError {
 	errs := []error{contracts.ValidateSubscription(seg[1])}
-	if pattern != routeSubscriptionCollections {
+	if pattern != routeSubscriptionCollections && pattern != routeSubscriptionUpcoming {
 		errs = append(errs, contracts.ValidateResourceGroup(seg[3]))
 	}
 	if len(seg) > 7 {

@@ -87,6 +87,12 @@ func (s *Server) upcoming(ctx context.Context, j store.Job, sched *planner.Sched
 			tally = tallies[0]
 		}
 	}
+	return s.resumeCounted(sched, tally)
+}
+
+// resumeCounted returns the next occurrence of a schedule the timer does
+// not hold (see resume) and how many follow it (-1 for no limit).
+func (s *Server) resumeCounted(sched *planner.Schedule, tally contracts.Tally) (time.Time, int64, bool) {
 	at, number, ok := s.resume(sched, tally)
 	remaining := int64(-1)
 	if c := sched.Count(); c > 0 {

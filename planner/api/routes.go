@@ -20,6 +20,9 @@ const (
 	routeJobRun                  = routePrefix + "/{collection}/jobs/{job}/run"
 	routeJobHistory              = routePrefix + "/{collection}/jobs/{job}/history"
 	routeJobPreview              = routePrefix + "/{collection}/jobs/{job}/preview"
+	routeSubscriptionUpcoming    = "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming"
+	routeUpcoming                = "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming"
+	routeCollectionUpcoming      = routePrefix + "/{collection}/upcoming"
 	// routeOther is a path that names no route.
 	routeOther = "other"
 )
@@ -47,6 +50,12 @@ func match(seg []string) string {
 	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "jobCollections") {
 		return routeSubscriptionCollections
 	}
+	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "upcoming") {
+		return routeSubscriptionUpcoming
+	}
+	if len(seg) == 7 && lit(2, "resourceGroups") && lit(4, "providers") && lit(5, "Microsoft.Scheduler") && lit(6, "upcoming") {
+		return routeUpcoming
+	}
 	if len(seg) < 7 || !lit(2, "resourceGroups") || !lit(4, "providers") || !lit(5, "Microsoft.Scheduler") || !lit(6, "jobCollections") {
 		return routeOther
 	}
@@ -59,6 +68,8 @@ func match(seg []string) string {
 		return routeCollectionEnable
 	case len(seg) == 9 && lit(8, "disable"):
 		return routeCollectionDisable
+	case len(seg) == 9 && lit(8, "upcoming"):
+		return routeCollectionUpcoming
 	case len(seg) == 9 && lit(8, "jobs"):
 		return routeJobs
 	case len(seg) == 10 && lit(8, "jobs"):

@@ -10,18 +10,21 @@ func TestRouteOf(t *testing.T) {
 	const base = "/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections"
 	for path, want := range map[string]string{
 		"/subscriptions/s1/providers/Microsoft.Scheduler/jobCollections": "/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections",
-		base:                            routePrefix,
-		base + "/c1":                    routePrefix + "/{collection}",
-		base + "/c1/ENABLE":             routePrefix + "/{collection}/enable",
-		base + "/c1/jobs":               routePrefix + "/{collection}/jobs",
-		base + "/c1/jobs/j1":            routePrefix + "/{collection}/jobs/{job}",
-		base + "/c1/jobs/j1/run":        routePrefix + "/{collection}/jobs/{job}/run",
-		base + "/c1/jobs/j1/history":    routePrefix + "/{collection}/jobs/{job}/history",
-		base + "/c1/jobs/j1/preview":    routePrefix + "/{collection}/jobs/{job}/preview",
-		base + "/c1/jobs/j1/unknown":    "other",
-		"/":                             "other",
-		"/metrics":                      "other",
-		"/subscriptions/s1/elsewhere/x": "other",
+		base:                         routePrefix,
+		base + "/c1":                 routePrefix + "/{collection}",
+		base + "/c1/ENABLE":          routePrefix + "/{collection}/enable",
+		base + "/c1/jobs":            routePrefix + "/{collection}/jobs",
+		base + "/c1/jobs/j1":         routePrefix + "/{collection}/jobs/{job}",
+		base + "/c1/jobs/j1/run":     routePrefix + "/{collection}/jobs/{job}/run",
+		base + "/c1/jobs/j1/history": routePrefix + "/{collection}/jobs/{job}/history",
+		base + "/c1/jobs/j1/preview": routePrefix + "/{collection}/jobs/{job}/preview",
+		base + "/c1/upcoming":        routePrefix + "/{collection}/upcoming",
+		"/subscriptions/s1/providers/Microsoft.Scheduler/upcoming":                    "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming",
+		"/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/upcoming": "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming",
+		base + "/c1/jobs/j1/unknown":                                                  "other",
+		"/":                                                                           "other",
+		"/metrics":                                                                    "other",
+		"/subscriptions/s1/elsewhere/x":                                               "other",
 	} {
 		if got := RouteOf(httptest.NewRequest("GET", path+"?api-version=2016-03-01", nil)); got != want {
 			t.Errorf("RouteOf(%s) = %q, want %q", path, got, want)

@@ -31,6 +31,11 @@ type Scheduling interface {
 	// RunNow schedules one execution of the job's action now, outside its
 	// schedule.
 	RunNow(ctx context.Context, job store.Job) error
+	// Pending returns, for each job, the runs the timer holds for it (its
+	// scheduled occurrence, and the retries, error actions and runs
+	// pending beside it) and its tally, in a few round trips whatever the
+	// number of jobs.
+	Pending(ctx context.Context, refs []contracts.JobRef) ([][]TimerEntry, []contracts.Tally, error)
 }
 
 // History is what the API needs of the job history.
@@ -221,6 +226,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	if e := s.authorize(r, pattern, seg); e != nil {
 		return e
+	}
+	if scope, ok := upcomingScope(pattern, seg); ok {
+		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope) })
 	}
 	sub := seg[1]
 	if pattern == routeSubscriptionCollections {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner/api"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
@@ -19,34 +20,82 @@ type Inspector struct {
 // first; zero when none is — and its tally, in four round trips to Redis
 // at most.
 func (in *Inspector) Runtimes(ctx context.Context, refs []contracts.JobRef) ([]time.Time, []contracts.Tally, error) {
-	keys := make([]string, len(refs))
-	for i, r := range refs {
-		keys[i] = r.KVKey()
-	}
-	entries, found, err := in.ix.GetAll(ctx, keys, scheduleSlot)
-	if err != nil {
-		return nil, nil, err
-	}
-	followUps, err := in.ix.FollowUps(ctx, keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	tallies, _, err := in.ix.Statuses(ctx, keys)
+	v, err := in.read(ctx, refs)
 	if err != nil {
 		return nil, nil, err
 	}
 	next := make([]time.Time, len(refs))
 	for i := range refs {
-		if found[i] {
-			next[i] = entries[i].Expected
+		if v.found[i] {
+			next[i] = v.scheduled[i].Expected
 		}
-		for _, e := range followUps[i] {
+		for _, e := range v.followUps[i] {
 			if next[i].IsZero() || e.Due.Before(next[i]) {
 				next[i] = e.Due
 			}
 		}
 	}
-	return next, tallies, nil
+	return next, v.tallies, nil
+}
+
+// Pending returns, for each job, the runs the timer holds for it — its
+// scheduled occurrence (at its scheduled time, with the number of
+// occurrences after it) and each pending retry, error action and run —
+// and its tally, in four round trips to Redis at most.
+func (in *Inspector) Pending(ctx context.Context, refs []contracts.JobRef) ([][]api.TimerEntry, []contracts.Tally, error) {
+	v, err := in.read(ctx, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([][]api.TimerEntry, len(refs))
+	for i := range refs {
+		if v.found[i] {
+			e := v.scheduled[i]
+			out[i] = append(out[i], api.TimerEntry{Kind: api.RunScheduled, Due: e.Expected, Remaining: e.Remaining})
+		}
+		for _, e := range v.followUps[i] {
+			out[i] = append(out[i], api.TimerEntry{Kind: followUpKind(e), Due: e.Due})
+		}
+	}
+	return out, v.tallies, nil
+}
+
+// followUpKind tells what a follow-up entry runs: the error action, a run
+// asked for outside the schedule (occurrence 0, first attempt), or a retry.
+func followUpKind(e timer.Entry) api.RunKind {
+	switch {
+	case e.Action == contracts.ErrorAction:
+		return api.RunErrorAction
+	case e.Occurrence == 0 && e.Attempt == 0:
+		return api.RunNow
+	}
+	return api.RunRetry
+}
+
+// timerView is what the timer holds of some jobs.
+type timerView struct {
+	scheduled []timer.Entry
+	found     []bool
+	followUps [][]timer.Entry
+	tallies   []contracts.Tally
+}
+
+// read reads the jobs' scheduled entries, follow-ups and tallies.
+func (in *Inspector) read(ctx context.Context, refs []contracts.JobRef) (timerView, error) {
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		keys[i] = r.KVKey()
+	}
+	var v timerView
+	var err error
+	if v.scheduled, v.found, err = in.ix.GetAll(ctx, keys, scheduleSlot); err != nil {
+		return v, err
+	}
+	if v.followUps, err = in.ix.FollowUps(ctx, keys); err != nil {
+		return v, err
+	}
+	v.tallies, _, err = in.ix.Statuses(ctx, keys)
+	return v, err
 }
 
 // Scheduled returns the job's scheduled occurrence: when it is due and how

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
@@ -24,26 +25,11 @@ var secretToken = "secret-token-" + strings.Repeat("s", 32)
 // (the machine's in CI), as `scheduler serve planner` runs it.
 func TestPlannerServesAgainstRealServers(t *testing.T) {
 	t.Parallel()
-	ns := testkit.NATS(t)
-	rdb, prefix, mr := testkit.Redis(t)
-	redisURL := testkit.RedisURL()
-	if mr != nil {
-		redisURL = "redis://" + mr.Addr()
-	}
-	svc, err := Start(context.Background(), Config{
-		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0",
-		Tokens: []string{secretToken}, EncryptionKey: make([]byte, 32),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(context.Background())
+	svc, rdb, prefix := startAgainstRealServers(t)
 	api := "http://" + svc.Addr()
 	do := func(method, path, body string) (int, string) {
 		return testkit.Call(t, method, api+path, body, "Authorization", "Bearer "+secretToken)
 	}
-	testkit.Eventually(t, 10*time.Second, func() bool { code, _ := do("GET", "/readyz", ""); return code == http.StatusOK }, "never ready")
 	base := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
 	if code, body := do("PUT", base, `{"properties": {}}`); code != http.StatusCreated {
 		t.Fatalf("collection: %d %s", code, body)
@@ -77,24 +63,42 @@ func TestPlannerServesAgainstRealServers(t *testing.T) {
 	}
 }
 
-// With MetricsListen, /metrics moves to its own listener, without a token.
-func TestMetricsOnTheirOwnListener(t *testing.T) {
-	t.Parallel()
+// startAgainstRealServers starts the planner against its own NATS and
+// Redis (the machine's in CI, under a prefix of its own) with the token
+// secretToken, each of configure changing its Config, and returns it once
+// ready, with its Redis and prefix.
+func startAgainstRealServers(t *testing.T, configure ...func(*Config)) (*Service, redis.UniversalClient, string) {
+	t.Helper()
 	ns := testkit.NATS(t)
-	_, prefix, mr := testkit.Redis(t)
+	rdb, prefix, mr := testkit.Redis(t)
 	redisURL := testkit.RedisURL()
 	if mr != nil {
 		redisURL = "redis://" + mr.Addr()
 	}
-	svc, err := Start(context.Background(), Config{
-		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+	cfg := Config{
+		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix, Listen: "127.0.0.1:0",
 		Tokens: []string{secretToken}, EncryptionKey: make([]byte, 32),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	svc, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Stop(context.Background())
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		code, _ := testkit.Call(t, "GET", "http://"+svc.Addr()+"/readyz", "", "Authorization", "Bearer "+secretToken)
+		return code == http.StatusOK
+	}, "never ready")
+	return svc, rdb, prefix
+}
+
+// With MetricsListen, /metrics moves to its own listener, without a token.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	t.Parallel()
+	svc, _, _ := startAgainstRealServers(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
 	if code, body := testkit.Call(t, "GET", "http://"+svc.metrics.Addr()+"/metrics", ""); code != http.StatusOK || !strings.Contains(body, "scheduler_") {
 		t.Errorf("/metrics on its listener: %d", code)
 	}
