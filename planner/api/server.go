@@ -152,10 +152,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, newError(http.StatusInternalServerError, codeInternal, "internal error; quote request id "+id))
 		}
 	}()
-	internal, _ := r.Context().Value(internalKey{}).(bool)
-	if e := s.guard.check(r); e != nil && !internal {
-		writeError(w, e)
-		return
+	// A request that already carries a principal comes from inside the
+	// process (Apply), not from a browser.
+	if _, internal := principalOf(r.Context()); !internal {
+		if e := s.guard.check(r); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	r, authErr := s.authenticate(r)
 	if authErr != nil {
@@ -325,13 +328,9 @@ func (s *Server) Apply(ctx context.Context, method, path string, body []byte) (i
 		return e.status, data
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	s.ServeHTTP(rec, req.WithContext(context.WithValue(req.Context(), internalKey{}, true)))
+	s.ServeHTTP(rec, req)
 	return rec.status, rec.body.Bytes()
 }
-
-// internalKey marks the context of a request Apply serves: it comes from
-// inside the process, not from a browser or a client with a token.
-type internalKey struct{}
 
 // recorder is the http.ResponseWriter of Apply.
 type recorder struct {
