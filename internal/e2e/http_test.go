@@ -283,6 +283,7 @@ func TestATargetDownThroughoutFiresTheErrorAction(t *testing.T) {
 	s.tick(20 * time.Second)
 	first := alerts.waitCalls(t, "/alert", 1)[0]
 	s.waitHistory("doomed", 3)
+	s.waitUpcoming("doomed", t0.Add(125*time.Second))
 	s.tick(45 * time.Second)
 	second := alerts.waitCalls(t, "/alert", 2)[1]
 	if !first.at.Equal(t0.Add(80*time.Second)) || !second.at.Equal(t0.Add(125*time.Second)) {

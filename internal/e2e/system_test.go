@@ -202,6 +202,31 @@ func executions(j contracts.JobDefinition) int {
 	return j.Properties.Status.ExecutionCount
 }
 
+// waitUpcoming waits until the planner holds a run of job name due at due,
+// as GET …/upcoming lists it, so that moving the clock past due cannot
+// overtake the planner's scheduling of it.
+func (s *system) waitUpcoming(name string, due time.Time) {
+	s.t.Helper()
+	var page struct {
+		Value []struct {
+			Job string    `json:"job"`
+			Due time.Time `json:"due"`
+		} `json:"value"`
+	}
+	testkit.Eventually(s.t, 30*time.Second, func() bool {
+		code, body := testkit.Call(s.t, "GET", s.base+"/upcoming?api-version=2016-03-01", "")
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+			s.t.Fatalf("GET upcoming: %d %s", code, body)
+		}
+		for _, r := range page.Value {
+			if r.Job == name && r.Due.Equal(due) {
+				return true
+			}
+		}
+		return false
+	}, "job %s has no run due at %v; upcoming: %+v", name, due, &page)
+}
+
 // history lists job name's history with the query ("$top=2", …).
 func (s *system) history(name, query string) contracts.JobHistoryListResult {
 	s.t.Helper()

@@ -134,12 +134,24 @@ func reconnectDelay(n int) time.Duration {
 func connectTransient(err error) bool {
 	var urlErr *url.Error
 	switch {
+	case closedAfterHandshake(err):
+		return false
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired),
 		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &urlErr), tlsfiles.Refused(err):
 		return false
 	}
 	return Transient(err)
+}
+
+// closedAfterHandshake reports a server that completed the TLS handshake
+// and then closed the connection: under TLS 1.3 that is how a refused
+// client certificate often shows, when the client's first write meets the
+// closed connection before it reads the server's alert. nats.go marks the
+// case (ErrTLS, "after TLS handshake"); a handshake that failed or timed
+// out is not this case and stays transient.
+func closedAfterHandshake(err error) bool {
+	return errors.Is(err, nats.ErrTLS) && strings.Contains(err.Error(), "after TLS handshake")
 }
 
 // RedactURL returns the NATS URL (or comma-separated URLs) without user

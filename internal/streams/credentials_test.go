@@ -50,7 +50,9 @@ func TestConnectOverMutualTLS(t *testing.T) {
 	t.Run("without a client certificate the server's refusal fails at once", func(t *testing.T) {
 		t.Parallel()
 		logs, err := connectAndPut(t, ns.ClientURL(), ConnectOptions{CAFile: ca.File})
-		if err == nil || !strings.Contains(err.Error(), "certificate required") {
+		// The server's alert, or, when the first write meets the closed
+		// connection before the alert is read, its closing.
+		if err == nil || !strings.Contains(err.Error(), "certificate required") && !strings.Contains(err.Error(), "after TLS handshake") {
 			t.Fatalf("err %v, want the server's refusal of a connection without a certificate", err)
 		}
 		if logs.Contains("not available yet") {

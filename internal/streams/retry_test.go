@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,6 +131,15 @@ func TestTransient(t *testing.T) {
 	}
 	if !connectTransient(nats.ErrNoServers) {
 		t.Error("no server answering is not retried")
+	}
+	// How nats.go reports a server that closed the connection once the TLS
+	// handshake was done: a refused client certificate, seen from a write.
+	refused := fmt.Errorf("%w: connection closed by remote after TLS handshake: %w", nats.ErrTLS, syscall.EPIPE)
+	if connectTransient(refused) {
+		t.Error("a connection closed right after the TLS handshake is retried")
+	}
+	if !connectTransient(fmt.Errorf("%w: %w", nats.ErrTLS, os.ErrDeadlineExceeded)) {
+		t.Error("a TLS handshake that timed out is not retried")
 	}
 }
 
