@@ -16,6 +16,7 @@ func (p JobProperties) Clone() JobProperties {
 		s := *p.Status
 		s.LastExecutionTime = clonePtr(s.LastExecutionTime)
 		s.NextExecutionTime = clonePtr(s.NextExecutionTime)
+		s.LastStatus = clonePtr(s.LastStatus)
 		p.Status = &s
 	}
 	return p

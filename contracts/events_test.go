@@ -81,7 +81,7 @@ func TestTallyAdd(t *testing.T) {
 	} {
 		tally = tally.Add(r)
 	}
-	want := Tally{Occurrence: 2, OccurrenceTime: at(5), Executions: 4, Failures: 2, Faulted: 1, LastExecution: at(9),
+	want := Tally{Occurrence: 2, OccurrenceTime: at(5), Executions: 4, Failures: 2, Faulted: 1, LastExecution: at(9), LastStatus: LastSucceeded,
 		Recent: "a1a1a1a1b2b2b2b2c3c3c3c3d4d4d4d4e5e5e5e5"}
 	if tally != want {
 		t.Fatalf("tally %+v, want %+v", tally, want)

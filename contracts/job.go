@@ -36,6 +36,11 @@ type JobStatus struct {
 	ExecutionCount    int        `json:"executionCount"`
 	FailureCount      int        `json:"failureCount"`
 	FaultedCount      int        `json:"faultedCount"`
+	// LastStatus says how the latest attempt of the job's main action
+	// ended: Succeeded, Failed, or Faulted when it failed its occurrence's
+	// last retry (Tally.LastStatus). Absent before the first attempt. An
+	// extension to the 2016-03-01 API.
+	LastStatus *string `json:"lastStatus,omitempty"`
 }
 
 // Recurrence says how often a job repeats. A job without one runs once.

@@ -26,6 +26,14 @@ type Tally struct {
 	Faulted    int64 `json:"faultedCount,omitempty"`
 	// LastExecution is when the latest attempt of the main action started.
 	LastExecution time.Time `json:"lastExecutionTime,omitzero"`
+	// LastStatus is how the attempt of the main action that started last
+	// ended: LastSucceeded, LastFailed or LastFaulted (see
+	// Result.LastStatus); empty before the first one. LastStatusTime is
+	// when that attempt ended (the result's EndTime); it started at
+	// LastExecution. A result that arrives after that of an attempt
+	// started later changes neither.
+	LastStatus     string    `json:"lastStatus,omitempty"`
+	LastStatusTime time.Time `json:"lastStatusTime,omitzero"`
 	// Recent holds the tags (AttemptTag) of the job's latest counted
 	// attempts, oldest first, at most RecentAttempts of them: a result
 	// delivered again after the tally was restored from history is
@@ -78,12 +86,45 @@ func (r Result) Counts() (executions, failures, faulted int64) {
 	return executions, failures, faulted
 }
 
+// The values of Tally.LastStatus and JobStatus.LastStatus: how the latest
+// attempt of a job's main action ended. LastFaulted is a failure that
+// faulted its occurrence: no retry was left.
+const (
+	LastSucceeded = string(Succeeded)
+	LastFailed    = string(Failed)
+	LastFaulted   = string(JobStateFaulted)
+)
+
+// LastStatuses are the values of Tally.LastStatus, in documentation order.
+var LastStatuses = []string{LastSucceeded, LastFailed, LastFaulted}
+
+// LastStatus returns the value the result gives a tally's LastStatus, ""
+// for an attempt of the error action, which leaves it.
+func (r Result) LastStatus() string {
+	switch {
+	case r.ActionName != MainAction:
+		return ""
+	case r.Outcome == Succeeded:
+		return LastSucceeded
+	case Decide(r, nil).Faulted:
+		return LastFaulted
+	default:
+		return LastFailed
+	}
+}
+
 // Add returns the tally after the result.
 func (t Tally) Add(r Result) Tally {
 	executions, failures, faulted := r.Counts()
 	t.Executions += executions
 	t.Failures += failures
 	t.Faulted += faulted
+	// Results may arrive out of order (attempts of different occurrences
+	// overlap, a result is delivered again late): the attempt that started
+	// last gives the status, whichever result came last.
+	if status := r.LastStatus(); status != "" && !r.StartTime.Before(t.LastExecution) {
+		t.LastStatus, t.LastStatusTime = status, r.EndTime.UTC()
+	}
 	if executions > 0 && r.StartTime.After(t.LastExecution) {
 		t.LastExecution = r.StartTime.UTC()
 	}
@@ -100,6 +141,10 @@ func (t Tally) Status() JobStatus {
 	if !t.LastExecution.IsZero() {
 		last := t.LastExecution
 		s.LastExecutionTime = &last
+	}
+	if t.LastStatus != "" {
+		status := t.LastStatus
+		s.LastStatus = &status
 	}
 	return s
 }

@@ -126,7 +126,7 @@ func TestEntriesAndTheirTally(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := contracts.Tally{Occurrence: 2, OccurrenceTime: t0.Add(2 * time.Minute), Executions: 3, Failures: 2, Faulted: 1,
-		LastExecution: t0.Add(2 * time.Minute), Recent: contracts.AttemptTag(results[0].OccurrenceID) +
+		LastExecution: t0.Add(2 * time.Minute), LastStatus: contracts.LastSucceeded, LastStatusTime: results[2].EndTime, Recent: contracts.AttemptTag(results[0].OccurrenceID) +
 			contracts.AttemptTag(results[1].OccurrenceID) + contracts.AttemptTag(results[2].OccurrenceID)}
 	if got := tallies[job.KVKey()]; len(tallies) != 1 || got != want {
 		t.Errorf("tallies %+v, want %s: %+v", tallies, job.KVKey(), want)

@@ -426,6 +426,31 @@ func TestJobs(t *testing.T) {
 	})
 }
 
+func TestAJobsStatusShowsHowItsLatestAttemptEnded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", collectionBody)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/weekly", weeklyJob)
+	status := func(t *testing.T) map[string]any {
+		t.Helper()
+		m := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/weekly", "").json(t)
+		return m["properties"].(map[string]any)["status"].(map[string]any)
+	}
+	if s := status(t); s["lastStatus"] != nil {
+		t.Fatalf("lastStatus before any attempt: %v", s)
+	}
+	ran := time.Date(2016, 3, 30, 19, 0, 0, 0, time.UTC)
+	b.sched.set("weekly", nil, contracts.Tally{Executions: 3, Failures: 3, Faulted: 1, LastExecution: ran,
+		LastStatus: contracts.LastFaulted, LastStatusTime: ran.Add(time.Second)})
+	if s := status(t); s["lastStatus"] != "Faulted" || s["faultedCount"] != 1.0 {
+		t.Fatalf("status: %v", s)
+	}
+	list := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs", "").json(t)["value"].([]any)
+	if s := list[0].(map[string]any)["properties"].(map[string]any)["status"].(map[string]any); s["lastStatus"] != "Faulted" {
+		t.Fatalf("listed status: %v", s)
+	}
+}
+
 func TestRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t, token1, token2)

@@ -222,6 +222,7 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 			records[i] = timer.Record{
 				JobKey: r.Job.KVKey(), AttemptID: r.OccurrenceID,
 				Executions: executions, Failures: failures, Faulted: faulted, Started: r.StartTime,
+				Status: r.LastStatus(), Ended: r.EndTime,
 				Occurrence: r.Occurrence, OccurrenceTime: r.ExpectedTime, Next: p.next,
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -233,6 +234,48 @@ func TestTheLastOccurrenceEndsTheJobBeforeItsClaimIsCommitted(t *testing.T) {
 		got, err := e.store.GetJob(t.Context(), j.Ref)
 		return err == nil && got.Properties.State == contracts.JobStateCompleted && got.Ended != nil && got.Ended.Equal(t0)
 	}, "the job did not complete")
+}
+
+// Each result of the main action sets the job's last status to how it
+// ended; the error action's result leaves it.
+func TestTheJobsStatusSaysHowItsLatestAttemptEnded(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	j, err := e.store.CreateJob(t.Context(), jobOf(t, `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"},
+		"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 1},
+		"errorAction": {"type": "Http", "request": {"uri": "https://example.com/e", "method": "GET"}}}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(action contracts.ActionName, n int, outcome contracts.Outcome, last bool, start time.Time) contracts.Result {
+		return contracts.Result{Version: contracts.MessageVersion, OccurrenceID: contracts.OccurrenceID(j.Ref, t0, action, n), OccurrenceKey: "k",
+			Job: j.Ref, ActionName: action, Occurrence: 1, Attempt: n, ExpectedTime: t0, Revision: j.Revision, LastAttempt: last,
+			Outcome: outcome, StartTime: start, EndTime: start.Add(time.Second)}
+	}
+	for _, step := range []struct {
+		r    contracts.Result
+		want string
+		at   time.Time
+	}{
+		{attempt(contracts.MainAction, 0, contracts.Failed, false, t0), contracts.LastFailed, t0.Add(time.Second)},
+		{attempt(contracts.MainAction, 1, contracts.Failed, true, t0.Add(time.Minute)), contracts.LastFaulted, t0.Add(time.Minute + time.Second)},
+		{attempt(contracts.ErrorAction, 0, contracts.Succeeded, true, t0.Add(2*time.Minute)), contracts.LastFaulted, t0.Add(time.Minute + time.Second)},
+	} {
+		e.publish(t, step.r)
+		var got contracts.Tally
+		testkit.Eventually(t, 10*time.Second, func() bool {
+			tallies, found, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()})
+			if err != nil || !found[0] {
+				return false
+			}
+			got = tallies[0]
+			return strings.Contains(got.Recent, contracts.AttemptTag(step.r.OccurrenceID))
+		}, "the %s result of attempt %d was not recorded", step.r.ActionName, step.r.Attempt)
+		if got.LastStatus != step.want || !got.LastStatusTime.Equal(step.at) {
+			t.Fatalf("after the %s result of attempt %d: last status %q at %v, want %q at %v",
+				step.r.ActionName, step.r.Attempt, got.LastStatus, got.LastStatusTime, step.want, step.at)
+		}
+	}
 }
 
 // A job given a new schedule after its last occurrence was dispatched does

@@ -15,17 +15,23 @@ import (
 )
 
 // A job's status is its contracts.Tally, kept in its partition's status hash
-// as one string of seven '|'-separated fields:
+// as one string of nine '|'-separated fields:
 //
-//	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent
+//	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent|last-status|last-status-time
 //
-// where the times are unix ms (0 for none) and recent holds the tags of the
+// where the times are unix ms (0 for none), recent holds the tags of the
 // job's latest recorded attempts (contracts.Tally.Recent): a result recorded
 // again (its execution or result was delivered again) is recognised by its
-// tag and changes nothing.
+// tag and changes nothing; and last-status is one of contracts.LastStatuses
+// or empty. A status of the first seven fields only, stored before the last
+// status was kept, is read as one without a last status.
 const (
-	tagLen     = contracts.TagLen
-	recentTags = contracts.RecentAttempts
+	tagLen       = contracts.TagLen
+	recentTags   = contracts.RecentAttempts
+	statusFields = 9
+	// oldStatusFields is the length of a status stored without its last
+	// status.
+	oldStatusFields = 7
 )
 
 // attemptTag returns the tag of an attempt id in a job's recent list.
@@ -46,6 +52,12 @@ type Record struct {
 	// Started is when the attempt started; it becomes the job's last
 	// execution when Executions is not 0 and it is later.
 	Started time.Time
+	// Status is how the attempt ended (contracts.Result.LastStatus), ""
+	// for an attempt of the error action, and Ended when it ended. They
+	// become the job's last status unless an attempt that started later
+	// was recorded before; they need Executions not 0.
+	Status string
+	Ended  time.Time
 	// Occurrence and OccurrenceTime advance the job's status to the
 	// attempt's occurrence, unless it reached one due later; 0 leaves it.
 	Occurrence     int64
@@ -70,8 +82,18 @@ type Record struct {
 //	ARGV[9]    next entry id, "" for none
 //	ARGV[10]   next due (unix ms)
 //	ARGV[11]   next packed entry
+//	ARGV[12]   how the attempt ended (contracts.Tally.LastStatus), "" to leave the last status
+//	ARGV[13]   end of the attempt (unix ms)
 //
 // Returns 1 when recorded, 0 when the result had been recorded before.
+//
+// Results are not recorded in the order their attempts ran: attempts of
+// different occurrences (and runs) overlap, and a result delivered again
+// after a failed acknowledgement comes late. So the last status is taken
+// from the attempt that started last, by comparing its start with the last
+// execution before that moves: a result of an attempt that started earlier
+// than the one recorded leaves it. The recent tags only drop a result seen
+// before; they say nothing of order.
 var recordScript = redis.NewScript(luaLib + `
 local TAG_LEN, RECENT = ` + strconv.Itoa(tagLen) + `, ` + strconv.Itoa(recentTags) + `
 local f = status_fields(redis.call('HGET', KEYS[5], ARGV[1]))
@@ -89,6 +111,7 @@ end
 add(3, ARGV[3])
 add(4, ARGV[4])
 add(5, ARGV[5])
+if ARGV[12] ~= '' and tonumber(ARGV[6]) >= tonumber(f[6]) then f[8], f[9] = ARGV[12], ARGV[13] end
 if tonumber(ARGV[6]) > tonumber(f[6]) then f[6] = ARGV[6] end
 if tonumber(ARGV[7]) > 0 and tonumber(ARGV[8]) > tonumber(f[2]) then f[1], f[2] = ARGV[7], ARGV[8] end
 f[7] = recent
@@ -154,8 +177,18 @@ func (ix *Index) recordCall(r Record) (scriptCall, error) {
 	if r.Occurrence > 0 {
 		occurrenceMs = r.OccurrenceTime.UnixMilli()
 	}
+	status, endedMs := "", int64(0)
+	if r.Executions != 0 && r.Status != "" {
+		if !slices.Contains(contracts.LastStatuses, r.Status) {
+			return scriptCall{}, fmt.Errorf("recording a result: status %q is not one of %v", r.Status, contracts.LastStatuses)
+		}
+		status = r.Status
+		if !r.Ended.IsZero() {
+			endedMs = r.Ended.UnixMilli()
+		}
+	}
 	args := []any{jobID(r.JobKey), attemptTag(r.AttemptID), r.Executions, r.Failures, r.Faulted,
-		started, max(r.Occurrence, 0), occurrenceMs, "", "", ""}
+		started, max(r.Occurrence, 0), occurrenceMs, "", "", "", status, endedMs}
 	if n := r.Next; n != nil {
 		if err := n.validate(); err != nil {
 			return scriptCall{}, fmt.Errorf("recording a result: next entry %s: %w", n.name(), err)
@@ -230,13 +263,22 @@ func packStatus(t contracts.Tally) string {
 	if len(recent)%tagLen != 0 || len(recent) > tagLen*recentTags || strings.Contains(recent, "|") {
 		recent = ""
 	}
-	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|%s", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted, ms(t.LastExecution), recent)
+	status, statusTime := t.LastStatus, t.LastStatusTime
+	if !slices.Contains(contracts.LastStatuses, status) {
+		status, statusTime = "", time.Time{}
+	}
+	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|%s|%s|%d", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted,
+		ms(t.LastExecution), recent, status, ms(statusTime))
 }
 
 // unpackStatus reads a stored status.
 func unpackStatus(v string) (contracts.Tally, bool) {
 	f := strings.Split(v, "|")
-	if len(f) != 7 {
+	switch len(f) {
+	case statusFields:
+	case oldStatusFields:
+		f = append(f, "", "0")
+	default:
 		return contracts.Tally{}, false
 	}
 	var p intParser
@@ -248,6 +290,8 @@ func unpackStatus(v string) (contracts.Tally, bool) {
 		Faulted:        p.int(f[4], "faulted"),
 		LastExecution:  msTime(p.int(f[5], "last execution")),
 		Recent:         f[6],
+		LastStatus:     f[7],
+		LastStatusTime: msTime(p.int(f[8], "last status time")),
 	}
 	return t, p.err == nil
 }

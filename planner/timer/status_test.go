@@ -2,6 +2,7 @@ package timer
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,114 @@ func TestRecord(t *testing.T) {
 	})
 }
 
+func TestRecordKeepsTheLastStatus(t *testing.T) {
+	t.Parallel()
+
+	// attempt returns the record of an attempt of the main action that
+	// started at start and ran for a second.
+	attempt := func(n int, status string, start time.Time) Record {
+		r := Record{JobKey: keyOf("a"), AttemptID: attemptID(n), Executions: 1, Started: start, Status: status, Ended: start.Add(time.Second)}
+		if status != contracts.LastSucceeded {
+			r.Failures = 1
+		}
+		if status == contracts.LastFaulted {
+			r.Faulted = 1
+		}
+		return r
+	}
+	record := func(t *testing.T, ix *Index, r Record) {
+		t.Helper()
+		if recorded, err := ix.Record(t.Context(), r); err != nil || !recorded {
+			t.Fatalf("recorded %v, %v", recorded, err)
+		}
+	}
+	assertLast := func(t *testing.T, ix *Index, status string, at time.Time) {
+		t.Helper()
+		got, ok := mustStatus(t, ix, keyOf("a"))
+		if !ok || got.LastStatus != status || !got.LastStatusTime.Equal(at) {
+			t.Fatalf("last status %q at %v (found %v), want %q at %v", got.LastStatus, got.LastStatusTime, ok, status, at)
+		}
+	}
+
+	t.Run("each attempt of the main action replaces it with how it ended", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		for i, status := range []string{contracts.LastSucceeded, contracts.LastFailed, contracts.LastFaulted} {
+			start := t0.Add(time.Duration(i) * time.Minute)
+			record(t, ix, attempt(i, status, start))
+			assertLast(t, ix, status, start.Add(time.Second))
+		}
+		if got, _ := mustStatus(t, ix, keyOf("a")); got.Executions != 3 || got.Failures != 2 || got.Faulted != 1 {
+			t.Fatalf("counters %+v", got)
+		}
+	})
+
+	t.Run("an attempt of the error action leaves it", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		record(t, ix, attempt(1, contracts.LastFaulted, t0))
+		record(t, ix, Record{JobKey: keyOf("a"), AttemptID: attemptID(2), Started: t0.Add(time.Minute), Ended: t0.Add(2 * time.Minute)})
+		assertLast(t, ix, contracts.LastFaulted, t0.Add(time.Second))
+	})
+
+	t.Run("a late result of an attempt that started earlier does not overwrite it", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		record(t, ix, attempt(2, contracts.LastFailed, t0.Add(time.Hour)))
+		record(t, ix, attempt(1, contracts.LastSucceeded, t0))
+		assertLast(t, ix, contracts.LastFailed, t0.Add(time.Hour+time.Second))
+		if got, _ := mustStatus(t, ix, keyOf("a")); got.Executions != 2 || !got.LastExecution.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("the late result was not counted: %+v", got)
+		}
+	})
+
+	t.Run("the schedule reaching an occurrence keeps it", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		record(t, ix, attempt(1, contracts.LastFailed, t0))
+		first := entry("a", "", t0.Add(time.Hour))
+		first.Occurrence = 2
+		mustSchedule(t, ix, first)
+		for _, c := range mustClaim(t, ix, t0.Add(time.Hour), 10) {
+			if err := ix.Commit(t.Context(), c, nextOf(c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := mustStatus(t, ix, keyOf("a")); got.Occurrence != 2 {
+			t.Fatalf("the commit did not advance the occurrence: %+v", got)
+		}
+		assertLast(t, ix, contracts.LastFailed, t0.Add(time.Second))
+	})
+
+	t.Run("a status stored without it is read and recorded into", func(t *testing.T) {
+		t.Parallel()
+		ix, b := setup(t, Config{})
+		key := keyOf("a")
+		old := fmt.Sprintf("3|%d|5|1|0|%d|", t0.UnixMilli(), t0.UnixMilli())
+		if err := b.rdb.HSet(b.ctx, ix.keysOf(key)[keyStatus], jobID(key), old).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := mustStatus(t, ix, key)
+		want := contracts.Tally{Occurrence: 3, OccurrenceTime: t0, Executions: 5, Failures: 1, LastExecution: t0}
+		if !ok || got != want {
+			t.Fatalf("status %+v (found %v), want %+v", got, ok, want)
+		}
+		record(t, ix, attempt(1, contracts.LastSucceeded, t0.Add(time.Minute)))
+		assertLast(t, ix, contracts.LastSucceeded, t0.Add(time.Minute+time.Second))
+		if got, _ := mustStatus(t, ix, key); got.Executions != 6 || got.Occurrence != 3 {
+			t.Fatalf("the old counters were lost: %+v", got)
+		}
+	})
+
+	t.Run("a status that is not one of the three is refused", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		if _, err := ix.Record(t.Context(), attempt(1, "Completed", t0)); err == nil || !strings.Contains(err.Error(), `status "Completed"`) {
+			t.Fatalf("error %v", err)
+		}
+	})
+}
+
 func TestCommitAdvancesTheOccurrence(t *testing.T) {
 	t.Parallel()
 	ix, _ := setup(t, Config{})
@@ -169,7 +278,7 @@ func TestRestoreStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := contracts.Tally{Occurrence: 9, OccurrenceTime: t0, Executions: 12, Failures: 3, Faulted: 1, LastExecution: t0.Add(time.Second),
-		Recent: contracts.AttemptTag(attemptID(7))}
+		LastStatus: contracts.LastFaulted, LastStatusTime: t0.Add(2 * time.Second), Recent: contracts.AttemptTag(attemptID(7))}
 	if err := ix.RestoreStatuses(t.Context(), map[string]contracts.Tally{keyOf("a"): {Executions: 99}, keyOf("b"): restored}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +294,21 @@ func TestRestoreStatuses(t *testing.T) {
 	if recorded, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(7), Executions: 1}); err != nil || recorded {
 		t.Fatalf("an attempt counted before the loss was counted again (%v)", err)
 	}
-	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(2), Executions: 1, Failures: 1}); err != nil {
+	// A result of an attempt that started before the restored last
+	// execution leaves the restored last status; a later one replaces it.
+	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(2), Executions: 1, Failures: 1,
+		Started: t0, Status: contracts.LastFailed, Ended: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := mustStatus(t, ix, keyOf("b")); got.Executions != 13 || got.Failures != 4 || got.Occurrence != 9 {
+	if got, _ := mustStatus(t, ix, keyOf("b")); got.Executions != 13 || got.Failures != 4 || got.Occurrence != 9 ||
+		got.LastStatus != contracts.LastFaulted || !got.LastStatusTime.Equal(restored.LastStatusTime) {
+		t.Fatalf("after a late record: %+v", got)
+	}
+	if _, err := ix.Record(t.Context(), Record{JobKey: keyOf("b"), AttemptID: attemptID(3), Executions: 1,
+		Started: t0.Add(time.Minute), Status: contracts.LastSucceeded, Ended: t0.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustStatus(t, ix, keyOf("b")); got.LastStatus != contracts.LastSucceeded || !got.LastStatusTime.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("after a record: %+v", got)
 	}
 	if err := ix.RemoveJob(t.Context(), keyOf("b")); err != nil {
