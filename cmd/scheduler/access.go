@@ -18,6 +18,7 @@ const (
 	envMinRecurrence   = "SCHEDULER_MIN_RECURRENCE_INTERVAL"
 	envMaxCollections  = "SCHEDULER_MAX_COLLECTIONS_PER_SUBSCRIPTION"
 	envIntake          = "SCHEDULER_INTAKE"
+	envConsole         = "SCHEDULER_CONSOLE"
 )
 
 // accessFlags adds the planner's flags of who may do what through the API
@@ -32,12 +33,13 @@ func accessFlags(flags *pflag.FlagSet, vars map[string]string, cfg *service.Conf
 	flags.DurationVar(&cfg.Ceilings.MinRecurrence, "min-recurrence-interval", time.Minute, "shortest quota.maxRecurrence a collection may have, unless set by an operator")
 	flags.IntVar(&cfg.Ceilings.MaxCollectionsPerSubscription, "max-collections-per-subscription", 100, "most job collections a subscription may hold for a non-operator to create another")
 	intake := flags.Bool("intake", true, "take job definitions from NATS (scheduler.api.jobs.>, the INTAKE stream)")
+	consoleOn := flags.Bool("console", true, "serve the web console at / beside the API")
 	for flag, name := range map[string]string{
 		"api-tokens-file": envAPITokensFile, "oidc-issuer": envOIDCIssuer, "oidc-audience": envOIDCAudience,
 		"oidc-scopes-claim": envOIDCScopesClaim, "max-jobs-per-collection": envMaxJobs,
-		"min-recurrence-interval": envMinRecurrence, "max-collections-per-subscription": envMaxCollections, "intake": envIntake,
+		"min-recurrence-interval": envMinRecurrence, "max-collections-per-subscription": envMaxCollections, "intake": envIntake, "console": envConsole,
 	} {
 		vars[flag] = name
 	}
-	return func() { cfg.DisableIntake = !*intake }
+	return func() { cfg.DisableIntake, cfg.DisableConsole = !*intake, !*consoleOn }
 }

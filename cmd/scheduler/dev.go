@@ -32,8 +32,9 @@ process holding it (the lock file scheduler-dev.lock in it).`,
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "scheduler-data", "directory for the embedded servers' data and the encryption key")
+	cmd.Flags().StringVar(&cfg.TokensFile, "api-tokens-file", "", "YAML file of scoped bearer tokens the API then asks for (by default it needs none)")
 	var senders workerFlags
-	vars := map[string]string{}
+	vars := map[string]string{"api-tokens-file": envAPITokensFile}
 	senders.add(cmd.Flags(), vars, true)
 	otlpFlag(cmd.Flags(), vars, &cfg.OTLPEndpoint)
 	bindEnv(cmd, vars)
@@ -67,6 +68,7 @@ func printWelcome(cmd *cobra.Command, env *dev.Env) {
 	api := "http://" + env.APIAddr()
 	base := api + "/subscriptions/dev/resourceGroups/dev/providers/Microsoft.Scheduler/jobCollections/demo"
 	fmt.Fprintf(cmd.OutOrStdout(), `scheduler dev is running.
+  Console    %s/
   REST API   %s (Azure Scheduler 2016-03-01 paths; no token needed on loopback)
   NATS       %s (embedded, JetStream; every write on disk before it is acknowledged)
   Health     %s/healthz   %s/readyz   Metrics %s/metrics
@@ -79,5 +81,5 @@ Create a job collection and a job that calls an endpoint every minute, 5 times:
   curl '%s/jobs/hello/history?api-version=2016-03-01'
 
 Stop with Ctrl-C.
-`, api, env.NATSURL(), api, api, api, base, base, base, base)
+`, api, api, env.NATSURL(), api, api, api, base, base, base, base)
 }

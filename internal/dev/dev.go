@@ -44,6 +44,10 @@ type Config struct {
 	// OTLPEndpoint is where the planner and the worker export traces.
 	// Defaults to none.
 	OTLPEndpoint string
+	// TokensFile, when set, names a file of scoped tokens the API asks
+	// for (see api.TokenEntry), as a planner's --api-tokens-file: to try
+	// scoped access locally. Defaults to none: no token is needed.
+	TokensFile string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -113,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	e.planner, err = service.Start(ctx, service.Config{
 		Metrics: reg, Tracing: tracing.Config{Endpoint: cfg.OTLPEndpoint},
 		NATSURL: e.nats.ClientURL(), RedisURL: "redis://" + e.redis.Addr(),
-		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger,
+		Listen: cfg.Listen, EncryptionKey: key, Logger: cfg.Logger, TokensFile: cfg.TokensFile,
 	})
 	if err != nil {
 		e.Stop(context.Background())

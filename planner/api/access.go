@@ -254,25 +254,16 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, *apiError) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return r, refused
 	}
-	var unavailableErr error
-	for _, a := range s.cfg.Authenticators {
-		p, err := a.Authenticate(r.Context(), token)
-		switch {
-		case err == nil:
-			return r.WithContext(withPrincipal(r.Context(), p)), nil
-		case errors.Is(err, ErrUnknownToken):
-			// The reason is for whoever runs the planner; the token is
-			// never in it.
-			s.cfg.Logger.Debug("bearer token refused", slog.String("reason", err.Error()))
-		default:
-			unavailableErr = err
-		}
-	}
-	if unavailableErr != nil {
-		s.cfg.Logger.Warn("a bearer token could not be checked", slog.String("error", unavailableErr.Error()))
+	p, err := s.principal(r.Context(), token)
+	switch {
+	case err == nil:
+		return r.WithContext(withPrincipal(r.Context(), p)), nil
+	case errors.Is(err, ErrTokenRefused):
+		return r, refused
+	default:
+		s.cfg.Logger.Warn("a bearer token could not be checked", slog.String("error", err.Error()))
 		return r, unavailable("the bearer token cannot be checked now: the identity provider does not answer; retry")
 	}
-	return r, refused
 }
 
 // authorize checks that the request's principal holds the role its method

@@ -29,6 +29,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/tlsfiles"
 	"github.com/jobscheduler/scheduler/internal/tracing"
 	"github.com/jobscheduler/scheduler/planner/api"
+	"github.com/jobscheduler/scheduler/planner/console"
 	"github.com/jobscheduler/scheduler/planner/dispatch"
 	"github.com/jobscheduler/scheduler/planner/feedback"
 	"github.com/jobscheduler/scheduler/planner/intake"
@@ -97,6 +98,9 @@ type Config struct {
 	// configuration answers scheduler.api.jobs.> or consumes the INTAKE
 	// stream. Defaults to false (the intake runs).
 	DisableIntake bool
+	// DisableConsole turns the web console off: / and its pages answer as
+	// any path the API does not know.
+	DisableConsole bool
 	// EncryptionKey seals secrets at rest and in execution messages (32
 	// bytes). Required.
 	EncryptionKey []byte
@@ -225,6 +229,7 @@ type Service struct {
 	cert     *tlsfiles.KeyPair // of the API; nil serves plain HTTP
 	tokens   *api.TokenFile
 	stopOnce sync.Once
+	console  *console.Console
 }
 
 // Start connects, opens and starts everything, and serves the API. While
@@ -346,7 +351,14 @@ func (s *Service) start(ctx context.Context) error {
 	} else {
 		mux.Handle("GET /metrics", server.Authenticated(reg.Handler()))
 	}
-	mux.Handle("/", observe.API(server, api.RouteOf))
+	var root http.Handler = observe.API(server, api.RouteOf)
+	if !cfg.DisableConsole {
+		if s.console, err = console.New(console.Config{API: server, EncryptionKey: cfg.EncryptionKey, NATS: s.nc, Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+			return err
+		}
+		root = console.Beside(s.console, root)
+	}
+	mux.Handle("/", root)
 	if s.http, err = health.Listen(cfg.Listen, mux, cfg.Limits, s.cert.Listener); err != nil {
 		return err
 	}
@@ -478,6 +490,9 @@ func (s *Service) Ready() bool { return s.engine != nil && s.engine.Ready() }
 // dispatcher and closes the connections. It is idempotent.
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
+		if s.console != nil {
+			s.console.Stop()
+		}
 		s.http.Shutdown(ctx)
 		s.metrics.Shutdown(ctx)
 		if s.intake != nil {
