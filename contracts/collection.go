@@ -15,6 +15,32 @@ type JobCollectionProperties struct {
 	Sku   *Sku                `json:"sku,omitempty"`
 	State JobCollectionState  `json:"state,omitempty"`
 	Quota *JobCollectionQuota `json:"quota,omitempty"`
+	// JobCounts counts the collection's jobs by state; shown only when
+	// asked for ($expand=jobCounts, an extension), never stored or read
+	// from a definition.
+	JobCounts *JobCounts `json:"jobCounts,omitempty"`
+}
+
+// JobCounts is how many jobs of a collection are in each state.
+type JobCounts struct {
+	Enabled   int `json:"Enabled"`
+	Disabled  int `json:"Disabled"`
+	Completed int `json:"Completed"`
+	Faulted   int `json:"Faulted"`
+}
+
+// Add counts one job in state s; a state of no job is not counted.
+func (c *JobCounts) Add(s JobState) {
+	switch s {
+	case JobStateEnabled:
+		c.Enabled++
+	case JobStateDisabled:
+		c.Disabled++
+	case JobStateCompleted:
+		c.Completed++
+	case JobStateFaulted:
+		c.Faulted++
+	}
 }
 
 // Sku names a collection's plan.

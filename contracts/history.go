@@ -35,6 +35,10 @@ type (
 	JobListResult struct {
 		Value    []JobDefinition `json:"value"`
 		NextLink *string         `json:"nextLink"`
+		// Count is the number of jobs the filter and search keep, over
+		// every page; only when asked for with $count=true (an
+		// extension).
+		Count *int `json:"count,omitempty"`
 	}
 	JobHistoryListResult struct {
 		Value    []JobHistoryDefinition `json:"value"`

@@ -269,7 +269,9 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, *apiError) {
 // authorize checks that the request's principal holds the role its method
 // needs over the resource its path names: reader for GET, writer for
 // every other method. A listing needs the role over some part of what it
-// lists, and shows only that part (see visibleCollections).
+// lists, and shows only that part (see visibleCollections); the listing of
+// every subscription is open to every principal, and shows it what it may
+// read, if anything.
 func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiError {
 	p, _ := principalOf(r.Context())
 	need := RoleWriter
@@ -279,6 +281,10 @@ func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiEr
 	var scope Scope
 	allowed := false
 	switch pattern {
+	case routeAllCollections:
+		// Every principal may list; the listing shows only what it may
+		// read, nothing for a principal that may read nothing.
+		allowed = true
 	case routeSubscriptionCollections, routeSubscriptionUpcoming:
 		scope = Scope{Subscription: seg[1]}
 		allowed = p.reaches(need, seg[1], "")

@@ -37,6 +37,8 @@ type fakeScheduling struct {
 	// followUps are the retries, error actions and runs the timer holds
 	// beside a job's scheduled occurrence, by job name.
 	followUps map[string][]TimerEntry
+	// runtimesCalls holds the jobs asked of each call of Runtimes.
+	runtimesCalls [][]string
 }
 
 // plannedEntry is what the timer holds of a job: its scheduled occurrence
@@ -50,9 +52,11 @@ func (f *fakeScheduling) Runtimes(_ context.Context, refs []contracts.JobRef) ([
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	next, tallies := make([]time.Time, len(refs)), make([]contracts.Tally, len(refs))
+	asked := make([]string, len(refs))
 	for i, r := range refs {
-		next[i], tallies[i] = f.planned[r.Job].at, f.tallies[r.Job]
+		next[i], tallies[i], asked[i] = f.planned[r.Job].at, f.tallies[r.Job], r.Job
 	}
+	f.runtimesCalls = append(f.runtimesCalls, asked)
 	return next, tallies, nil
 }
 
@@ -74,6 +78,16 @@ func (f *fakeScheduling) Pending(_ context.Context, refs []contracts.JobRef) ([]
 		held[i], tallies[i] = append(held[i], f.followUps[r.Job]...), f.tallies[r.Job]
 	}
 	return held, tallies, nil
+}
+
+// takeRuntimesCalls returns the jobs asked of each call of Runtimes since
+// the last time, and forgets them.
+func (f *fakeScheduling) takeRuntimesCalls() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	calls := f.runtimesCalls
+	f.runtimesCalls = nil
+	return calls
 }
 
 // runCount returns the number of runs scheduled.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/jobscheduler/scheduler/contracts"
@@ -26,7 +27,15 @@ func renderCollection(c store.Collection) contracts.JobCollectionDefinition {
 	}
 }
 
+// listCollections lists the collections of a resource group, of a
+// subscription (rg ""), or of every subscription (sub "" too, an
+// extension) that the request's principal may read, sorted by
+// subscription, resource group and name.
 func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, sub, rg string) *apiError {
+	counts, e := parseExpand(r.URL.Query())
+	if e != nil {
+		return e
+	}
 	cols, err := s.store.ListCollections(r.Context(), sub, rg)
 	if err != nil {
 		return storeError(err, "the job collections")
@@ -34,19 +43,65 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, sub, rg
 	cols = visibleCollections(r.Context(), cols)
 	out := contracts.JobCollectionListResult{Value: make([]contracts.JobCollectionDefinition, len(cols))}
 	for i, c := range cols {
-		out.Value[i] = renderCollection(c)
+		if out.Value[i], e = s.renderCollectionWith(r.Context(), c, counts); e != nil {
+			return e
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
+	counts, e := parseExpand(r.URL.Query())
+	if e != nil {
+		return e
+	}
 	c, err := s.store.GetCollection(r.Context(), ref)
 	if err != nil {
 		return storeError(err, collectionWhat(ref))
 	}
-	writeJSON(w, http.StatusOK, renderCollection(c))
+	def, e := s.renderCollectionWith(r.Context(), c, counts)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, def)
 	return nil
+}
+
+// expandJobCounts is the one value $expand takes.
+const expandJobCounts = "jobCounts"
+
+// parseExpand reads $expand on a collection or a listing of collections
+// (an extension): "jobCounts", in any case, or nothing.
+func parseExpand(q url.Values) (jobCounts bool, e *apiError) {
+	v := q.Get("$expand")
+	if v == "" {
+		return false, nil
+	}
+	if !strings.EqualFold(strings.TrimSpace(v), expandJobCounts) {
+		return false, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf(
+			"$expand %s is not supported; the one value it takes is %s", contracts.QuoteName(v), expandJobCounts))
+	}
+	return true, nil
+}
+
+// renderCollectionWith renders the collection, with its jobs counted by
+// state when jobCounts is set.
+func (s *Server) renderCollectionWith(ctx context.Context, c store.Collection, jobCounts bool) (contracts.JobCollectionDefinition, *apiError) {
+	def := renderCollection(c)
+	if !jobCounts {
+		return def, nil
+	}
+	jobs, err := s.store.ListJobs(ctx, c.Ref)
+	if err != nil {
+		return def, storeError(err, "the jobs of "+collectionWhat(c.Ref))
+	}
+	counts := &contracts.JobCounts{}
+	for _, j := range jobs {
+		counts.Add(j.Properties.State)
+	}
+	def.Properties.JobCounts = counts
+	return def, nil
 }
 
 func collectionWhat(ref contracts.CollectionRef) string {

@@ -31,7 +31,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		documented[path] = true
 	}
 	for _, path := range []string{
-		"/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections",
+		routeAllCollections, "/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections",
 		routePrefix, routePrefix + "/{collection}", routePrefix + "/{collection}/enable", routePrefix + "/{collection}/disable",
 		routePrefix + "/{collection}/jobs", routePrefix + "/{collection}/jobs/{job}",
 		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/history",

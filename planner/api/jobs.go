@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -125,13 +122,19 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request, ref contracts.Jo
 	if e != nil {
 		return e
 	}
-	return s.saveJob(w, r, ref, func(now time.Time, _ *store.Job) (contracts.JobProperties, *apiError) {
+	return s.saveJob(w, r, ref, fromDefinition(data), true)
+}
+
+// fromDefinition builds a job's properties from a full definition, as
+// PUT replaces a job with.
+func fromDefinition(data []byte) func(now time.Time, _ *store.Job) (contracts.JobProperties, *apiError) {
+	return func(now time.Time, _ *store.Job) (contracts.JobProperties, *apiError) {
 		props, errs := planner.ParseJob(data, now)
 		if len(errs) > 0 {
 			return props, invalid(errs)
 		}
 		return props, nil
-	}, true)
+	}
 }
 
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
@@ -165,6 +168,61 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, ref contracts.
 	}, false)
 }
 
+// jobDraft is a job as a PUT or PATCH would write it, checked against its
+// collection and the job it replaces, before anything is written.
+type jobDraft struct {
+	job store.Job
+	// existing is the job it replaces, nil for a new one.
+	existing *store.Job
+	// maxJobs is the collection's quota of jobs.
+	maxJobs       int
+	maxRecurrence time.Duration
+}
+
+// draftJob reads the job's collection and the job it replaces, and builds
+// the job with the properties build returns, refusing a change of a final
+// job and a recurrence over the collection's quota. Nothing is written.
+func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
+	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError)) (jobDraft, *apiError) {
+	now := s.cfg.Now().Truncate(time.Second).UTC()
+	coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
+	if err != nil {
+		return jobDraft{}, storeError(err, collectionWhat(ref.CollectionRef()))
+	}
+	var existing *store.Job
+	switch j, err := s.store.GetJob(ctx, ref); {
+	case err == nil:
+		existing = &j
+	case !errors.Is(err, store.ErrNotFound):
+		return jobDraft{}, storeError(err, jobWhat(ref))
+	}
+	if existing != nil && final(existing.Properties.State) {
+		return jobDraft{}, newError(http.StatusConflict, codeConflict, fmt.Sprintf(
+			"%s is %s: a Completed or Faulted job cannot be changed, only deleted", jobWhat(ref), existing.Properties.State))
+	}
+	props, e := build(now, existing)
+	if e != nil {
+		return jobDraft{}, e
+	}
+	if props.State == "" {
+		props.State = contracts.JobStateEnabled
+	}
+	job := store.Job{Ref: ref, Properties: props, Created: now, Anchored: now, Updated: now}
+	if existing != nil {
+		// Names are case-insensitive: the job keeps the names it was created with.
+		job.Ref, job.Created, job.Anchored = existing.Ref, existing.Created, existing.Anchored
+		if reanchors(&existing.Properties, &props) {
+			job.Anchored = now
+		}
+	}
+	d := jobDraft{job: job, existing: existing}
+	d.maxJobs, d.maxRecurrence = effectiveQuota(coll.Properties)
+	if e := checkRecurrenceQuota(&d.job.Properties, d.job.Anchored, d.maxRecurrence); e != nil {
+		return jobDraft{}, e
+	}
+	return d, nil
+}
+
 // saveJob creates or replaces a job with the properties build returns,
 // enforcing the collection's quotas and the final states, and retrying when
 // another request changed the job at the same time.
@@ -172,41 +230,12 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError), mayCreate bool) *apiError {
 	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
-		now := s.cfg.Now().Truncate(time.Second).UTC()
-		coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
-		if err != nil {
-			return storeError(err, collectionWhat(ref.CollectionRef()))
-		}
-		var existing *store.Job
-		switch j, err := s.store.GetJob(ctx, ref); {
-		case err == nil:
-			existing = &j
-		case !errors.Is(err, store.ErrNotFound):
-			return storeError(err, jobWhat(ref))
-		}
-		if existing != nil && final(existing.Properties.State) {
-			return newError(http.StatusConflict, codeConflict, fmt.Sprintf(
-				"%s is %s: a Completed or Faulted job cannot be changed, only deleted", jobWhat(ref), existing.Properties.State))
-		}
-		props, e := build(now, existing)
+		d, e := s.draftJob(ctx, ref, build)
 		if e != nil {
 			return e
 		}
-		if props.State == "" {
-			props.State = contracts.JobStateEnabled
-		}
-		job := store.Job{Ref: ref, Properties: props, Created: now, Anchored: now, Updated: now}
-		if existing != nil {
-			// Names are case-insensitive: the job keeps the names it was created with.
-			job.Ref, job.Created, job.Anchored = existing.Ref, existing.Created, existing.Anchored
-			if reanchors(&existing.Properties, &props) {
-				job.Anchored = now
-			}
-		}
-		maxJobs, maxRecurrence := effectiveQuota(coll.Properties)
-		if e := checkRecurrenceQuota(&job.Properties, job.Anchored, maxRecurrence); e != nil {
-			return e
-		}
+		job, existing, maxJobs, maxRecurrence := d.job, d.existing, d.maxJobs, d.maxRecurrence
+		var err error
 		var saved store.Job
 		status := http.StatusOK
 		switch {
@@ -382,76 +411,5 @@ func runnable(coll store.Collection, j store.Job) *apiError {
 	if j.Properties.State == contracts.JobStateDisabled {
 		return newError(http.StatusConflict, codeConflict, fmt.Sprintf("%s is Disabled: enable it to run it", jobWhat(j.Ref)))
 	}
-	return nil
-}
-
-// page is a parsed $top and $skip, and the value of a $filter on one field.
-type page struct {
-	top, skip int
-	hasTop    bool
-	filter    string
-}
-
-// parsePage reads $top, $skip and $filter; the filter may only be
-// "<field> eq <one of values>" (any case, the value optionally quoted).
-func parsePage[T ~string](q url.Values, field string, values []T) (page, *apiError) {
-	var p page
-	if v := q.Get("$top"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$top must be an integer from 1 to 100, not %s", contracts.QuoteName(v)))
-		}
-		p.top, p.hasTop = n, true
-	}
-	if v := q.Get("$skip"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return p, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("$skip must be an integer of 0 or more, not %s", contracts.QuoteName(v)))
-		}
-		p.skip = n
-	}
-	if v := q.Get("$filter"); v != "" {
-		fields := strings.Fields(v)
-		if len(fields) != 3 || !strings.EqualFold(fields[0], field) || !strings.EqualFold(fields[1], "eq") {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter %s is not supported; use %s eq %s (or %s)",
-				contracts.QuoteName(v), field, values[0], contracts.EnumList(values[1:])))
-		}
-		value, ok := contracts.ParseEnum(strings.Trim(fields[2], `'"`), values)
-		if !ok {
-			return p, newError(http.StatusBadRequest, codeInvalidFilter, fmt.Sprintf("$filter: %s is not one of %s", contracts.QuoteName(fields[2]), contracts.EnumList(values)))
-		}
-		p.filter = string(value)
-	}
-	return p, nil
-}
-
-// window returns the part of a list of total items that p asks for.
-func (p page) window(total int) (from, to int) {
-	from = min(p.skip, total)
-	to = total
-	if p.hasTop {
-		to = min(from+p.top, total)
-	}
-	return from, to
-}
-
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {
-	p, e := parsePage(r.URL.Query(), "state", contracts.JobStates)
-	if e != nil {
-		return e
-	}
-	ctx := r.Context()
-	if _, err := s.store.GetCollection(ctx, ref); err != nil {
-		return storeError(err, collectionWhat(ref))
-	}
-	jobs, err := s.store.ListJobs(ctx, ref)
-	if err != nil {
-		return storeError(err, "the jobs of "+collectionWhat(ref))
-	}
-	if p.filter != "" {
-		jobs = slices.DeleteFunc(jobs, func(j store.Job) bool { return string(j.Properties.State) != p.filter })
-	}
-	from, to := p.window(len(jobs))
-	writeJSON(w, http.StatusOK, contracts.JobListResult{Value: s.renderJobs(ctx, jobs[from:to]), NextLink: s.nextLink(r, p, len(jobs))})
 	return nil
 }

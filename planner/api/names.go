@@ -13,6 +13,9 @@ import (
 // names' lengths, and so every key and subject built from them; a name is
 // never looked up before it passed.
 func checkPathNames(pattern string, seg []string) *apiError {
+	if pattern == routeAllCollections {
+		return nil // it names nothing
+	}
 	errs := []error{contracts.ValidateSubscription(seg[1])}
 	if pattern != routeSubscriptionCollections && pattern != routeSubscriptionUpcoming {
 		errs = append(errs, contracts.ValidateResourceGroup(seg[3]))

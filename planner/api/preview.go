@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -32,33 +33,92 @@ type PreviewResult struct {
 // the dispatcher counts it; a job the timer does not hold yet goes on from
 // its definition and tally, as the dispatcher will schedule it.
 func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
-	n := 5
-	if v := r.URL.Query().Get("count"); v != "" {
-		c, err := strconv.Atoi(v)
-		if err != nil || c < 1 || c > maxPreview {
-			return newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("count must be an integer from 1 to %d, not %s", maxPreview, contracts.QuoteName(v)))
-		}
-		n = c
+	n, e := parsePreviewCount(r.URL.Query())
+	if e != nil {
+		return e
 	}
 	ctx := r.Context()
 	j, err := s.store.GetJob(ctx, ref)
 	if err != nil {
 		return storeError(err, jobWhat(ref))
 	}
+	out, e := s.preview(ctx, j, n, false)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// previewDraft answers POST …/jobs/{job}/preview?count=N (an extension of
+// this API): the next N instants of the job the body defines, as a PUT of
+// it would schedule it. The body is decoded and checked as a PUT's is
+// (validation, the collection's quota, a final job refused), and nothing
+// is stored. A definition that keeps the stored job's schedule goes on
+// from the occurrence the timer holds, as the saved job would; a new
+// schedule starts afresh.
+func (s *Server) previewDraft(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	n, e := parsePreviewCount(r.URL.Query())
+	if e != nil {
+		return e
+	}
+	data, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	ctx := r.Context()
+	d, e := s.draftJob(ctx, ref, fromDefinition(data))
+	if e != nil {
+		return e
+	}
+	fresh := d.existing == nil || reanchors(&d.existing.Properties, &d.job.Properties)
+	out, e := s.preview(ctx, d.job, n, fresh)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// parsePreviewCount reads count: 1 to maxPreview, 5 by default.
+func parsePreviewCount(q url.Values) (int, *apiError) {
+	v := q.Get("count")
+	if v == "" {
+		return 5, nil
+	}
+	c, err := strconv.Atoi(v)
+	if err != nil || c < 1 || c > maxPreview {
+		return 0, newError(http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("count must be an integer from 1 to %d, not %s", maxPreview, contracts.QuoteName(v)))
+	}
+	return c, nil
+}
+
+// preview returns the job's next n instants. A fresh job's schedule starts
+// from its anchor, whatever the timer holds of the job stored under its
+// name; another's goes on from the timer's occurrence (see upcoming).
+func (s *Server) preview(ctx context.Context, j store.Job, n int, fresh bool) (PreviewResult, *apiError) {
 	out := PreviewResult{State: j.Properties.State, Value: []time.Time{}}
 	if j.Properties.State != contracts.JobStateEnabled {
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return out, nil
 	}
 	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
 	if err != nil {
-		return newError(http.StatusInternalServerError, codeInternal, "the stored job's schedule cannot be read: "+err.Error())
+		return out, newError(http.StatusInternalServerError, codeInternal, "the job's schedule cannot be read: "+err.Error())
 	}
-	at, remaining, ok := s.upcoming(ctx, j, sched)
+	var (
+		at        time.Time
+		remaining int64
+		ok        bool
+	)
+	if fresh {
+		at, remaining, ok = s.resumeCounted(sched, contracts.Tally{})
+	} else {
+		at, remaining, ok = s.upcoming(ctx, j, sched)
+	}
 	if ok && at.After(contracts.MaxDateTime) {
-		return newError(http.StatusConflict, codeConflict, fmt.Sprintf(
+		return out, newError(http.StatusConflict, codeConflict, fmt.Sprintf(
 			"%s runs next at %s, after %s, the last date-time this API can represent; give it an earlier startTime",
-			jobWhat(ref), at.Format(time.RFC3339), contracts.MaxDateTime.Format(time.RFC3339)))
+			jobWhat(j.Ref), at.Format(time.RFC3339), contracts.MaxDateTime.Format(time.RFC3339)))
 	}
 	if remaining >= 0 {
 		n = int(min(int64(n), remaining+1))
@@ -68,8 +128,7 @@ func (s *Server) previewJob(w http.ResponseWriter, r *http.Request, ref contract
 		out.Value = append(out.Value, at)
 		at, ok = sched.Next(at)
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // upcoming returns a job's next occurrence and how many follow it (-1 for

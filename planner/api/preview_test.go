@@ -158,3 +158,112 @@ func TestRunsAfterTheYear9999(t *testing.T) {
 		}
 	})
 }
+
+// thriceJob runs every hours hours from 2016-04-01T00:00:00Z, 3 times.
+func thriceJob(hours string) string {
+	return `{"properties": {"startTime": "2016-04-01T00:00:00Z",
+		"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+		"recurrence": {"frequency": "Hour", "interval": ` + hours + `, "count": 3}}}`
+}
+
+func TestDraftPreview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", plainCollection)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/free", `{"properties": {"sku": {"name": "Free"}}}`)
+	instants := func(t *testing.T, r response) []string {
+		t.Helper()
+		var p PreviewResult
+		if err := json.Unmarshal(r.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(p.Value))
+		for i, v := range p.Value {
+			out[i] = v.UTC().Format(time.RFC3339)
+		}
+		return out
+	}
+
+	t.Run("a new job's next instants, and nothing is stored", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/draft/preview?count=2", thriceJob("6"))
+		if got, want := instants(t, r), []string{"2016-04-01T00:00:00Z", "2016-04-01T06:00:00Z"}; !slices.Equal(got, want) {
+			t.Errorf("preview %q, want %q", got, want)
+		}
+		if r.json(t)["state"] != "Enabled" {
+			t.Errorf("state: %s", r.body)
+		}
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/draft", "")
+		if v := b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs", "").json(t)["value"].([]any); len(v) != 0 {
+			t.Errorf("the collection lists %d jobs after a draft preview", len(v))
+		}
+	})
+	t.Run("the job's count bounds it, as for a stored job", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/draft/preview?count=10", thriceJob("6"))
+		if got := instants(t, r); len(got) != 3 {
+			t.Errorf("preview %q, want the 3 runs", got)
+		}
+	})
+	t.Run("an invalid definition is 400 with each field in details' target", func(t *testing.T) {
+		r := b.mustDo(t, http.StatusBadRequest, "POST", base+"/jc/jobs/draft/preview",
+			`{"properties": {"action": {"type": "Http", "request": {"uri": "not a uri"}}, "recurrence": {"frequency": "Minute", "interval": 5000}}}`)
+		if code := r.errorCode(t); code != codeBadRequest {
+			t.Errorf("code %q", code)
+		}
+		var targets []string
+		for _, d := range r.json(t)["error"].(map[string]any)["details"].([]any) {
+			targets = append(targets, d.(map[string]any)["target"].(string))
+		}
+		for _, want := range []string{"properties.action.request.uri", "properties.action.request.method", "properties.recurrence.interval"} {
+			if !slices.Contains(targets, want) {
+				t.Errorf("no detail targets %s: %q", want, targets)
+			}
+		}
+		b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/draft", "")
+	})
+	t.Run("the collection must exist and its quota applies", func(t *testing.T) {
+		b.mustDo(t, http.StatusNotFound, "POST", base+"/missing/jobs/draft/preview", thriceJob("6"))
+		every30min := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Minute", "interval": 30}}}`
+		if code := b.mustDo(t, http.StatusConflict, "POST", base+"/free/jobs/often/preview", every30min).errorCode(t); code != codeQuotaExceeded {
+			t.Errorf("code %q", code)
+		}
+	})
+	t.Run("count has the bounds of GET preview", func(t *testing.T) {
+		for _, q := range []string{"0", "1001", "x"} {
+			r := b.mustDo(t, http.StatusBadRequest, "POST", base+"/jc/jobs/draft/preview?count="+q, thriceJob("6"))
+			if r.errorCode(t) != codeInvalidQuery || !strings.Contains(string(r.body), "count") {
+				t.Errorf("count=%s: %s", q, r.body)
+			}
+		}
+	})
+	t.Run("a stored job's schedule kept goes on from the timer's occurrence; a new one starts afresh", func(t *testing.T) {
+		b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/stored", thriceJob("6"))
+		b.sched.set("stored", &plannedEntry{at: time.Date(2016, 4, 1, 6, 0, 0, 0, time.UTC), remaining: 1}, contracts.Tally{})
+		same := instants(t, b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/stored/preview", thriceJob("6")))
+		if want := []string{"2016-04-01T06:00:00Z", "2016-04-01T12:00:00Z"}; !slices.Equal(same, want) {
+			t.Errorf("same schedule: %q, want %q", same, want)
+		}
+		changed := instants(t, b.mustDo(t, http.StatusOK, "POST", base+"/jc/jobs/stored/preview", thriceJob("12")))
+		if want := []string{"2016-04-01T00:00:00Z", "2016-04-01T12:00:00Z", "2016-04-02T00:00:00Z"}; !slices.Equal(changed, want) {
+			t.Errorf("new schedule: %q, want %q", changed, want)
+		}
+		if s := string(b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/stored", "").body); !strings.Contains(s, `"interval":6`) {
+			t.Errorf("the stored job changed: %s", s)
+		}
+	})
+	t.Run("other methods are 405", func(t *testing.T) {
+		b.mustDo(t, http.StatusMethodNotAllowed, "PUT", base+"/jc/jobs/stored/preview", thriceJob("6"))
+	})
+}
+
+func TestDraftPreviewNeedsTheWriterRole(t *testing.T) {
+	t.Parallel()
+	b := setupAccess(t, Config{}, operator, readerA, writerA)
+	coll := collections("subA", "rg") + "/c1"
+	b.mustAs(t, operator, http.StatusCreated, "PUT", coll, `{"properties": {}}`)
+	if code := b.mustAs(t, readerA, http.StatusForbidden, "POST", coll+"/jobs/j/preview", dailyJob).errorCode(t); code != codeAuthorizationFailed {
+		t.Fatalf("code %q", code)
+	}
+	b.mustAs(t, writerA, http.StatusOK, "POST", coll+"/jobs/j/preview", dailyJob)
+	b.mustAs(t, operator, http.StatusNotFound, "GET", coll+"/jobs/j", "")
+}

@@ -10,6 +10,7 @@ const routePrefix = "/subscriptions/{subscription}/resourceGroups/{resourceGroup
 
 // The route patterns: each name is replaced by its placeholder.
 const (
+	routeAllCollections          = "/providers/Microsoft.Scheduler/jobCollections"
 	routeSubscriptionCollections = "/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections"
 	routeCollections             = routePrefix
 	routeCollection              = routePrefix + "/{collection}"
@@ -44,6 +45,9 @@ func RouteOf(r *http.Request) string {
 // segments in the place of a placeholder are names.
 func match(seg []string) string {
 	lit := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	if len(seg) == 3 && lit(0, "providers") && lit(1, "Microsoft.Scheduler") && lit(2, "jobCollections") {
+		return routeAllCollections
+	}
 	if len(seg) < 2 || !lit(0, "subscriptions") {
 		return routeOther
 	}

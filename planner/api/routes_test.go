@@ -9,6 +9,9 @@ func TestRouteOf(t *testing.T) {
 	t.Parallel()
 	const base = "/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections"
 	for path, want := range map[string]string{
+		"/providers/Microsoft.Scheduler/jobCollections":                  "/providers/Microsoft.Scheduler/jobCollections",
+		"/PROVIDERS/microsoft.scheduler/JobCollections":                  "/providers/Microsoft.Scheduler/jobCollections",
+		"/providers/Microsoft.Scheduler/jobCollections/c1":               "other",
 		"/subscriptions/s1/providers/Microsoft.Scheduler/jobCollections": "/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections",
 		base:                         routePrefix,
 		base + "/c1":                 routePrefix + "/{collection}",

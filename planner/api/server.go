@@ -230,6 +230,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	if e := s.authorize(r, pattern, seg); e != nil {
 		return e
 	}
+	if pattern == routeAllCollections {
+		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, "", "") })
+	}
 	if scope, ok := upcomingScope(pattern, seg); ok {
 		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope) })
 	}
@@ -257,7 +260,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	case routeJobRun:
 		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, job) })
 	case routeJobPreview:
-		return s.only(r, http.MethodGet, func() *apiError { return s.previewJob(w, r, job) })
+		switch r.Method {
+		case http.MethodGet:
+			return s.previewJob(w, r, job)
+		case http.MethodPost:
+			return s.previewDraft(w, r, job)
+		}
+		return methodNotAllowed(r, "GET, POST")
 	case routeJobHistory:
 		return s.only(r, http.MethodGet, func() *apiError { return s.listHistory(w, r, job) })
 	}

@@ -249,11 +249,18 @@ func (s *Store) deleteJobs(ctx context.Context, ref contracts.CollectionRef) err
 }
 
 // ListCollections returns the collections of a subscription, of one resource
-// group or, when resourceGroup is "", of every group, sorted by resource group
-// then name (both case-insensitive). Collections being deleted are left out.
+// group or, when resourceGroup is "", of every group; when subscription is
+// "" too, of every subscription. They are sorted by subscription, resource
+// group, then name (each case-insensitive). Collections being deleted are
+// left out.
 func (s *Store) ListCollections(ctx context.Context, subscription, resourceGroup string) ([]Collection, error) {
 	err := checkNames(func() error {
-		if resourceGroup == "" {
+		switch {
+		case subscription == "" && resourceGroup != "":
+			return errors.New("a resource group needs its subscription")
+		case subscription == "":
+			return nil
+		case resourceGroup == "":
 			return contracts.ValidateSubscription(subscription)
 		}
 		return errors.Join(contracts.ValidateSubscription(subscription), contracts.ValidateResourceGroup(resourceGroup))
@@ -261,9 +268,12 @@ func (s *Store) ListCollections(ctx context.Context, subscription, resourceGroup
 	if err != nil {
 		return nil, fmt.Errorf("listing collections: %w", err)
 	}
-	filter := "c." + contracts.Token(subscription) + ".*.*"
-	if resourceGroup != "" {
+	filter := "c.*.*.*"
+	switch {
+	case resourceGroup != "":
 		filter = "c." + contracts.Token(subscription) + "." + contracts.Token(resourceGroup) + ".*"
+	case subscription != "":
+		filter = "c." + contracts.Token(subscription) + ".*.*"
 	}
 	entries, err := s.scan(ctx, filter, false)
 	if err != nil {
@@ -281,6 +291,7 @@ func (s *Store) ListCollections(ctx context.Context, subscription, resourceGroup
 	}
 	slices.SortFunc(out, func(a, b Collection) int {
 		return cmp.Or(
+			cmp.Compare(strings.ToLower(a.Ref.Subscription), strings.ToLower(b.Ref.Subscription)),
 			cmp.Compare(strings.ToLower(a.Ref.ResourceGroup), strings.ToLower(b.Ref.ResourceGroup)),
 			cmp.Compare(strings.ToLower(a.Ref.Collection), strings.ToLower(b.Ref.Collection)),
 		)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/jobscheduler/scheduler/contracts"
@@ -159,6 +160,21 @@ func TestCollections(t *testing.T) {
 		}
 		if got, want := names(group), []string{"rg-b/Eta", "rg-b/zeta"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("by group: %q, want %q", got, want)
+		}
+		every, err := s.ListCollections(ctx, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var subs []string
+		for _, c := range every {
+			subs = append(subs, strings.ToLower(c.Ref.Subscription))
+		}
+		if got, want := names(every), []string{"rg-a/alpha", "RG-A/Beta", "rg-b/Eta", "rg-b/zeta", "rg-a/other"}; !reflect.DeepEqual(got, want) ||
+			!reflect.DeepEqual(subs, []string{"sub-1", "sub-1", "sub-1", "sub-1", "sub-2"}) {
+			t.Fatalf("every subscription: %q in %q, want %q", got, subs, want)
+		}
+		if _, err := s.ListCollections(ctx, "", "rg-a"); !errors.Is(err, ErrInvalidName) {
+			t.Fatalf("a resource group without its subscription: %v", err)
 		}
 		if none, err := s.ListCollections(ctx, "sub-3", ""); err != nil || len(none) != 0 {
 			t.Fatalf("unknown subscription: %v, %v", none, err)
