@@ -12,6 +12,7 @@ func (p JobProperties) Clone() JobProperties {
 	p.StartTime = clonePtr(p.StartTime)
 	p.Action = cloneAction(p.Action)
 	p.Recurrence = cloneRecurrence(p.Recurrence)
+	p.SetSecrets = slices.Clone(p.SetSecrets)
 	if p.Status != nil {
 		s := *p.Status
 		s.LastExecutionTime = clonePtr(s.LastExecutionTime)

@@ -27,6 +27,28 @@ type JobProperties struct {
 	Recurrence *Recurrence `json:"recurrence,omitempty"`
 	State      JobState    `json:"state,omitempty"`
 	Status     *JobStatus  `json:"status,omitempty"`
+	// SetSecrets lists the secret fields of the action and its error
+	// actions that hold a value ("action.request.authentication.password",
+	// "action.errorAction.queueMessage.sasToken"), whose values the API
+	// never shows: an extension, filled in by the API and never taken from
+	// input.
+	SetSecrets []string `json:"setSecrets,omitempty"`
+}
+
+// SecretsSet returns the secret fields of the action and its error actions
+// that hold a value, as SetSecrets names them.
+func (p JobProperties) SecretsSet() []string {
+	var out []string
+	prefix := "action."
+	for a := p.Action; a != nil; a = a.ErrorAction {
+		for _, s := range a.Secrets() {
+			if *s.Value != "" {
+				out = append(out, prefix+s.Field)
+			}
+		}
+		prefix += "errorAction."
+	}
+	return out
 }
 
 // JobStatus is maintained by the scheduler; it is never taken from input.

@@ -322,8 +322,12 @@ func TestJobs(t *testing.T) {
 			b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs", ""),
 			b.mustDo(t, http.StatusOK, "PATCH", base+"/jc/jobs/weekly", `{"properties": {"state": "Enabled"}}`),
 		} {
-			if strings.Contains(string(r.body), "SECRET") || strings.Contains(string(r.body), "sasToken") {
+			if strings.Contains(string(r.body), "SECRET") || strings.Contains(string(r.body), `"sasToken":`) {
 				t.Fatalf("secret returned: %s", r.body)
+			}
+			// Only that it is set is shown.
+			if !strings.Contains(string(r.body), `"setSecrets":["action.queueMessage.sasToken"]`) {
+				t.Fatalf("the set secret is not named in setSecrets: %s", r.body)
 			}
 		}
 	})

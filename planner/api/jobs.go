@@ -54,6 +54,7 @@ func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.J
 	out := make([]contracts.JobDefinition, len(jobs))
 	for i, j := range jobs {
 		props := j.Properties.Redacted()
+		props.SetSecrets = j.Properties.SecretsSet()
 		status := contracts.JobStatus{}
 		if tallies != nil {
 			status = tallies[i].Status()

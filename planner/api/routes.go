@@ -24,6 +24,7 @@ const (
 	routeSubscriptionUpcoming    = "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming"
 	routeUpcoming                = "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming"
 	routeCollectionUpcoming      = routePrefix + "/{collection}/upcoming"
+	routeJobUpcoming             = routePrefix + "/{collection}/jobs/{job}/upcoming"
 	// routeOther is a path that names no route.
 	routeOther = "other"
 )
@@ -84,6 +85,8 @@ func match(seg []string) string {
 		return routeJobHistory
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "preview"):
 		return routeJobPreview
+	case len(seg) == 11 && lit(8, "jobs") && lit(10, "upcoming"):
+		return routeJobUpcoming
 	}
 	return routeOther
 }

@@ -234,7 +234,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, "", "") })
 	}
 	if scope, ok := upcomingScope(pattern, seg); ok {
-		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope) })
+		job := ""
+		if pattern == routeJobUpcoming {
+			job = seg[9]
+		}
+		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope, job) })
 	}
 	sub := seg[1]
 	if pattern == routeSubscriptionCollections {

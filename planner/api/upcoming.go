@@ -101,7 +101,7 @@ func upcomingScope(pattern string, seg []string) (Scope, bool) {
 		return Scope{Subscription: seg[1]}, true
 	case routeUpcoming:
 		return Scope{Subscription: seg[1], ResourceGroup: seg[3]}, true
-	case routeCollectionUpcoming:
+	case routeCollectionUpcoming, routeJobUpcoming:
 		return Scope{Subscription: seg[1], ResourceGroup: seg[3], Collection: seg[7]}, true
 	}
 	return Scope{}, false
@@ -157,13 +157,18 @@ func parseUpcomingQuery(q url.Values) (upcomingQuery, *apiError) {
 // actions and runs come from one read of the timer; the occurrences after
 // the scheduled one are computed from the job's recurrence, honouring its
 // count and end time, as preview does.
-func (s *Server) listUpcoming(w http.ResponseWriter, r *http.Request, scope Scope) *apiError {
+func (s *Server) listUpcoming(w http.ResponseWriter, r *http.Request, scope Scope, job string) *apiError {
 	q, e := parseUpcomingQuery(r.URL.Query())
 	if e != nil {
 		return e
 	}
 	ctx := r.Context()
-	jobs, e := s.upcomingJobs(ctx, scope)
+	var jobs []store.Job
+	if job != "" {
+		jobs, e = s.upcomingJob(ctx, scope, job)
+	} else {
+		jobs, e = s.upcomingJobs(ctx, scope)
+	}
 	if e != nil {
 		return e
 	}
@@ -240,6 +245,25 @@ func (s *Server) upcomingJobs(ctx context.Context, scope Scope) ([]store.Job, *a
 		}
 	}
 	return jobs, nil
+}
+
+// upcomingJob returns the job of scope's collection named job when it and
+// its collection are Enabled, none when either is not, and 404 when either
+// does not exist.
+func (s *Server) upcomingJob(ctx context.Context, scope Scope, job string) ([]store.Job, *apiError) {
+	cref := contracts.CollectionRef{Subscription: scope.Subscription, ResourceGroup: scope.ResourceGroup, Collection: scope.Collection}
+	c, err := s.store.GetCollection(ctx, cref)
+	if err != nil {
+		return nil, storeError(err, collectionWhat(cref))
+	}
+	j, err := s.store.GetJob(ctx, cref.Job(job))
+	if err != nil {
+		return nil, storeError(err, jobWhat(cref.Job(job)))
+	}
+	if st := c.Properties.State; st != "" && st != contracts.JobCollectionStateEnabled || j.Properties.State != contracts.JobStateEnabled {
+		return nil, nil
+	}
+	return []store.Job{j}, nil
 }
 
 // upcomingRuns returns the sources of the jobs' runs due in [from, to),
