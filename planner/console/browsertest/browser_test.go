@@ -42,6 +42,12 @@ func TestTheOverviewIsAPageWithAHeading(t *testing.T) {
 	c.run(t, "smoke.mjs")
 }
 
+func TestTheConsoleAsksForATokenWhenTheAPIDoes(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t, grant{name: "reader", role: "reader", scope: "/subscriptions/dev"})
+	c.run(t, "signin.mjs")
+}
+
 // The harness itself: a scenario fails on what its page reports, even
 // when every assertion of the scenario holds.
 func TestAScenarioFailsOnTheProblemsOfItsPage(t *testing.T) {

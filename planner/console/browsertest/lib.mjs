@@ -99,11 +99,22 @@ export async function open(page, path, status = 200) {
   return res;
 }
 
-// login signs in on /login with token, through the form's token field.
-export async function login(page, token) {
-  await open(page, '/login');
-  await page.locator('input[name="token"]').fill(token);
-  await Promise.all([page.waitForNavigation(), page.locator('input[name="token"]').press('Enter')]);
+// signIn submits token on the sign-in form of the page (open it first,
+// or follow the console's redirect to /login) and returns the response to
+// the form's POST; when the console accepts the token, it waits until the
+// page has left /login.
+export async function signIn(page, token) {
+  const field = page.locator('form[action="/login"] input[name="token"]');
+  await field.fill(token);
+  const [res] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/login'),
+    field.press('Enter'),
+  ]);
+  if (res.status() === 303) {
+    await page.waitForURL((u) => u.pathname !== '/login');
+  }
+  await page.waitForLoadState();
+  return res;
 }
 
 // screenshot writes docs/console/<name>.png when SCHEDULER_SCREENSHOTS=1,
