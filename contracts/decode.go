@@ -116,7 +116,7 @@ func readTimeZone(f field) recurrenceZone {
 	if name == "" {
 		return recurrenceZone{}
 	}
-	loc, err := time.LoadLocation(name)
+	loc, err := LoadZone(name)
 	if err != nil || name == "Local" { // Local is this machine's zone, not a name
 		f.fail("unknown time zone %q; use an IANA name such as Europe/Berlin", name)
 		return recurrenceZone{name: name}

@@ -64,7 +64,7 @@ type describer struct {
 func newDescriber(start *time.Time, r *contracts.Recurrence) *describer {
 	d := &describer{r: r, interval: r.IntervalOrDefault(), loc: time.UTC, zone: "UTC"}
 	if r.TimeZone != "" {
-		if loc, err := time.LoadLocation(r.TimeZone); err == nil {
+		if loc, err := contracts.LoadZone(r.TimeZone); err == nil {
 			d.loc, d.zone = loc, r.TimeZone
 		}
 	}

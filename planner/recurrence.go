@@ -91,7 +91,7 @@ func NewSchedule(p *contracts.JobProperties, created time.Time) (*Schedule, erro
 	s := &Schedule{loc: time.UTC, created: created.Unix()}
 	r := p.Recurrence
 	if r != nil && r.TimeZone != "" {
-		loc, err := time.LoadLocation(r.TimeZone)
+		loc, err := contracts.LoadZone(r.TimeZone)
 		if err != nil {
 			return nil, err
 		}

@@ -92,7 +92,7 @@ func (s *Server) renderCollectionWith(ctx context.Context, c store.Collection, j
 	if !jobCounts {
 		return def, nil
 	}
-	jobs, err := s.store.ListJobs(ctx, c.Ref)
+	jobs, err := s.store.ListSealedJobs(ctx, c.Ref)
 	if err != nil {
 		return def, storeError(err, "the jobs of "+collectionWhat(c.Ref))
 	}

@@ -233,7 +233,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 	if _, err := s.store.GetCollection(ctx, ref); err != nil {
 		return storeError(err, collectionWhat(ref))
 	}
-	jobs, err := s.store.ListJobs(ctx, ref)
+	jobs, err := s.store.ListSealedJobs(ctx, ref)
 	if err != nil {
 		return storeError(err, "the jobs of "+collectionWhat(ref))
 	}

@@ -100,6 +100,7 @@ type storeAPI interface {
 	GetJob(ctx context.Context, ref contracts.JobRef) (store.Job, error)
 	GetCollection(ctx context.Context, ref contracts.CollectionRef) (store.Collection, error)
 	ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error)
+	ListSealedJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error)
 	CountJobs(ctx context.Context, ref contracts.CollectionRef) (int, error)
 	ListCollections(ctx context.Context, subscription, resourceGroup string) ([]store.Collection, error)
 	CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error)
@@ -139,6 +140,10 @@ func (s jobStore) GetCollection(ctx context.Context, ref contracts.CollectionRef
 
 func (s jobStore) ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error) {
 	return bulk(ctx, func(ctx context.Context) ([]store.Job, error) { return s.st.ListJobs(ctx, ref) })
+}
+
+func (s jobStore) ListSealedJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error) {
+	return bulk(ctx, func(ctx context.Context) ([]store.Job, error) { return s.st.ListSealedJobs(ctx, ref) })
 }
 
 func (s jobStore) CountJobs(ctx context.Context, ref contracts.CollectionRef) (int, error) {

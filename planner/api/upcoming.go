@@ -234,7 +234,7 @@ func (s *Server) upcomingJobs(ctx context.Context, scope Scope) ([]store.Job, *a
 		if st := c.Properties.State; st != "" && st != contracts.JobCollectionStateEnabled {
 			continue
 		}
-		list, err := s.store.ListJobs(ctx, c.Ref)
+		list, err := s.store.ListSealedJobs(ctx, c.Ref)
 		if err != nil {
 			return nil, storeError(err, "the jobs of "+collectionWhat(c.Ref))
 		}
@@ -400,7 +400,7 @@ func (r *runSource) localized(zones map[string]*time.Location) UpcomingRun {
 	if !ok {
 		if r.sched != nil {
 			loc = r.sched.Location()
-		} else if l, err := time.LoadLocation(run.TimeZone); err == nil {
+		} else if l, err := contracts.LoadZone(run.TimeZone); err == nil {
 			loc = l
 		}
 		zones[run.TimeZone] = loc

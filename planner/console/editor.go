@@ -274,6 +274,15 @@ func syntaxLine(body string, err error) int {
 	return 0
 }
 
+// valueStart returns the offset of the next value at or after offset:
+// past blanks and the separators before it.
+func valueStart(body string, offset int64) int64 {
+	for offset < int64(len(body)) && strings.IndexByte(" \t\r\n,:", body[offset]) >= 0 {
+		offset++
+	}
+	return offset
+}
+
 func lineAt(body string, offset int64) int {
 	offset = min(max(offset, 0), int64(len(body)))
 	return 1 + strings.Count(body[:offset], "\n")
@@ -318,7 +327,7 @@ func fieldLine(body, field string) int {
 			for i := 0; dec.More(); i++ {
 				next := -1
 				if depth >= 0 && depth < len(path) && path[depth] == strconv.Itoa(i) {
-					best = lineAt(body, dec.InputOffset()+1)
+					best = lineAt(body, valueStart(body, dec.InputOffset()))
 					next = depth + 1
 				}
 				if !walk(next) {

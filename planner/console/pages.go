@@ -375,7 +375,7 @@ func (c *Console) job(q *request) (string, *view, error) {
 // nextRuns shows instants in UTC and in zone, marking where the zone's
 // offset changes from one run to the next.
 func nextRuns(at []time.Time, zone string) []nextRun {
-	loc, err := time.LoadLocation(zone)
+	loc, err := contracts.LoadZone(zone)
 	if zone == "" || err != nil {
 		loc = nil
 	}

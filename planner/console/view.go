@@ -78,7 +78,7 @@ func formatUTC(t time.Time) string {
 // formatInZone writes an instant as wall-clock time in zone (an IANA
 // name), with its offset and abbreviation.
 func formatInZone(t time.Time, zone string) string {
-	loc, err := time.LoadLocation(zone)
+	loc, err := contracts.LoadZone(zone)
 	if err != nil || zone == "" {
 		return formatUTC(t)
 	}

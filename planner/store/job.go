@@ -71,17 +71,27 @@ func (s *Store) encodeJob(j Job, key string, createRevision uint64) ([]byte, err
 // decodeJob reads a job record and opens its secrets, of either format
 // (see seal.OpenStoredAction). An error names the key
 // and never a secret.
-func (s *Store) decodeJob(e jetstream.KeyValueEntry) (Job, error) {
-	var r jobRecord
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return Job{}, fmt.Errorf("decoding job %s: %w", e.Key(), err)
+func (s *Store) decodeJob(e jetstream.KeyValueEntry) (Job, error) { return s.decodeJobAs(e, true) }
+
+// decodeJobAs reads a job record, opening its secrets when open is set and
+// leaving them sealed otherwise.
+func (s *Store) decodeJobAs(e jetstream.KeyValueEntry, open bool) (Job, error) {
+	// Sealed, the properties are only read (see ListSealedJobs).
+	r, ok := s.records.get(e.Key(), e.Revision(), open)
+	if !ok {
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return Job{}, fmt.Errorf("decoding job %s: %w", e.Key(), err)
+		}
+		s.records.put(e.Key(), e.Revision(), r)
 	}
-	// Jobs written before format v2 open too; ResealJobs seals them again.
-	action, _, err := s.sealer.OpenStoredAction(r.Properties.Action, e.Key())
-	if err != nil {
-		return Job{}, fmt.Errorf("reading job %s: %w", e.Key(), err)
+	if open {
+		// Jobs written before format v2 open too; ResealJobs seals them again.
+		action, _, err := s.sealer.OpenStoredAction(r.Properties.Action, e.Key())
+		if err != nil {
+			return Job{}, fmt.Errorf("reading job %s: %w", e.Key(), err)
+		}
+		r.Properties.Action = action
 	}
-	r.Properties.Action = action
 	return Job{
 		Ref: r.Ref, Properties: r.Properties, Created: r.Created, Anchored: r.Anchored,
 		Ended: r.Ended, Updated: r.Updated, Revision: e.Revision(),
@@ -412,6 +422,20 @@ func (s *Store) DeleteJob(ctx context.Context, ref contracts.JobRef) error {
 // sorted by name (case-insensitive). It does not check that the collection
 // exists: a missing one has no jobs.
 func (s *Store) ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]Job, error) {
+	return s.listJobs(ctx, ref, true)
+}
+
+// ListSealedJobs returns the jobs of the collection as ListJobs does, but
+// with their secrets left sealed (a secret that is set holds its sealed
+// value, one that is not is empty): for listings that show no secret. It
+// spares opening each, and copying each from the store's cache of decoded
+// jobs: the jobs' properties are shared, and must not be changed (clone
+// them first).
+func (s *Store) ListSealedJobs(ctx context.Context, ref contracts.CollectionRef) ([]Job, error) {
+	return s.listJobs(ctx, ref, false)
+}
+
+func (s *Store) listJobs(ctx context.Context, ref contracts.CollectionRef, open bool) ([]Job, error) {
 	if err := checkCollectionRef(ref); err != nil {
 		return nil, err
 	}
@@ -421,7 +445,7 @@ func (s *Store) ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]Jo
 	}
 	jobs := make([]Job, 0, len(entries))
 	for _, e := range entries {
-		j, err := s.decodeJob(e)
+		j, err := s.decodeJobAs(e, open)
 		if err != nil {
 			return nil, err
 		}

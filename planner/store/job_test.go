@@ -255,6 +255,20 @@ func TestJobs(t *testing.T) {
 		if n, err := s.CountJobs(ctx, collRef); err != nil || n != 2 {
 			t.Fatalf("count %d, %v; want 2", n, err)
 		}
+		sealed, err := s.ListSealedJobs(ctx, collRef)
+		if err != nil || len(sealed) != 2 || sealed[0].Ref.Job != "Alpha" {
+			t.Fatalf("sealed listing %v, %v", sealed, err)
+		}
+		for _, j := range sealed {
+			if token := j.Properties.Action.QueueMessage.SASToken; !seal.IsSealed(token) {
+				t.Errorf("job %s listed sealed holds %q, not its sealed secret", j.Ref.Job, token)
+			}
+		}
+		// Listed again, from the cache of decoded jobs, the secrets open as before.
+		again, err := s.ListJobs(ctx, collRef)
+		if err != nil || again[0].Properties.Action.QueueMessage.SASToken != "QUEUE-SAS-TOKEN" {
+			t.Fatalf("listed again: %v", err)
+		}
 	})
 
 	t.Run("the input job is not aliased by the result", func(t *testing.T) {

@@ -77,6 +77,9 @@ type Store struct {
 	kv     jetstream.KeyValue
 	sealer *seal.Sealer
 	now    func() time.Time
+	// records keeps decoded job records, so that listing a large
+	// collection again decodes only what changed.
+	records *recordCache
 }
 
 // Open binds the KV bucket cfg.Bucket, creating it (file storage, one
@@ -92,7 +95,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: KV bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Store{js: js, bucket: cfg.Bucket, kv: kv, sealer: cfg.Sealer, now: cfg.Now}, nil
+	return &Store{js: js, bucket: cfg.Bucket, kv: kv, sealer: cfg.Sealer, now: cfg.Now, records: newRecordCache(recordCacheSize)}, nil
 }
 
 // bindOrCreate binds an existing bucket without changing its configuration,
