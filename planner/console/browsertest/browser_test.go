@@ -48,6 +48,38 @@ func TestTheConsoleAsksForATokenWhenTheAPIDoes(t *testing.T) {
 	c.run(t, "signin.mjs")
 }
 
+func TestEachPageOfTheConsoleRenders(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t)
+	c.run(t, "pages.mjs")
+}
+
+func TestEachActionChangesTheJobAsTheAPISays(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t)
+	c.run(t, "actions.mjs")
+}
+
+func TestTheEditorShowsProblemsAtTheirFieldsAndKeepsSecrets(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t)
+	c.run(t, "editor.mjs")
+}
+
+func TestAReaderIsOfferedNoActionAndRefusedOne(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t,
+		grant{name: "reader", role: "reader", scope: "/subscriptions/dev"},
+		grant{name: "writer", role: "writer", scope: "/subscriptions/dev"})
+	c.run(t, "reader.mjs")
+}
+
+func TestAForgedRequestIsRefused(t *testing.T) {
+	t.Parallel()
+	c := startConsole(t, grant{name: "writer", role: "writer", scope: "/subscriptions/dev"})
+	c.run(t, "forgery.mjs")
+}
+
 // The harness itself: a scenario fails on what its page reports, even
 // when every assertion of the scenario holds.
 func TestAScenarioFailsOnTheProblemsOfItsPage(t *testing.T) {

@@ -9,6 +9,7 @@
 //   SCHEDULER_SCREENSHOTS=1   screenshot() writes docs/console/<name>.png
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -80,7 +81,12 @@ function watch(page) {
     note(`console error: ${msg.text()}${where ? ` (${where})` : ''}`);
   });
   page.on('pageerror', (err) => note(`uncaught exception: ${err.message}`));
-  page.on('requestfailed', (req) => note(`request failed: ${req.method()} ${req.url()}: ${req.failure()?.errorText}`));
+  page.on('requestfailed', (req) => {
+    // Leaving a job page ends its live stream (an EventSource) that way:
+    // not a problem of the page.
+    if (req.resourceType() === 'eventsource' && req.failure()?.errorText === 'net::ERR_ABORTED') return;
+    note(`request failed: ${req.method()} ${req.url()}: ${req.failure()?.errorText}`);
+  });
   return {
     allow: (pattern) => allowed.push(pattern),
     unexpected: () => seen.filter((what) => !allowed.some((p) => p.test(what))),
@@ -126,6 +132,136 @@ export async function screenshot(page, name) {
   const path = join(dir, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   console.log(`screenshot: docs/console/${name}.png`);
+}
+
+// apiVersion is the version the scenarios' API calls ask for.
+const apiVersion = '2016-03-01';
+
+// api calls the console's REST API from Node.js (not the page), with token
+// as the bearer when given, and returns { status, body } (body parsed
+// when it is JSON).
+export async function api(method, path, { body, token } = {}) {
+  const url = new URL(baseURL + path);
+  url.searchParams.set('api-version', apiVersion);
+  const headers = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: kept as text
+  }
+  return { status: res.status, body: parsed };
+}
+
+// expectStatus calls api and fails unless it answers want.
+export async function expectStatus(want, method, path, options) {
+  const res = await api(method, path, options);
+  if (res.status !== want) {
+    assert.fail(`${method} ${path}: status ${res.status}, want ${want}: ${JSON.stringify(res.body).slice(0, 500)}`);
+  }
+  return res.body;
+}
+
+// collectionPath and jobPath are the API paths of a collection and a job.
+export const collectionPath = (sub, rg, c) =>
+  `/subscriptions/${sub}/resourceGroups/${rg}/providers/Microsoft.Scheduler/jobCollections/${c}`;
+export const jobPath = (sub, rg, c, job) => `${collectionPath(sub, rg, c)}/jobs/${job}`;
+
+// consolePath is the console's page of a collection, or of one of its jobs.
+export const consolePath = (sub, rg, c, job) => `/c/${sub}/${rg}/${c}` + (job ? `/jobs/${job}` : '');
+
+// createCollection creates an Enabled Standard collection through the API.
+export async function createCollection(sub, rg, c, token) {
+  await expectStatus(201, 'PUT', collectionPath(sub, rg, c), { token, body: { properties: { sku: { name: 'Standard' } } } });
+}
+
+// createJob creates a job through the API with the given properties.
+export async function createJob(sub, rg, c, job, properties, token) {
+  await expectStatus(201, 'PUT', jobPath(sub, rg, c, job), { token, body: { properties } });
+}
+
+// httpAction is a Http action that calls uri with method.
+export const httpAction = (uri, method = 'GET', more = {}) => ({ type: 'Http', request: { uri, method, ...more } });
+
+// history returns a job's history entries, newest first.
+export async function history(sub, rg, c, job, token) {
+  return (await expectStatus(200, 'GET', jobPath(sub, rg, c, job) + '/history', { token })).value;
+}
+
+// until calls check until it returns a truthy value, which it returns;
+// it fails with what when check has not held within timeout ms.
+export async function until(what, check, timeout = 15_000) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const got = await check();
+      if (got) return got;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      assert.fail(`${what}: not within ${timeout} ms${last ? ` (last error: ${last.message})` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+// target starts an HTTP server on 127.0.0.1 for jobs to call. It answers
+// each request with its status (200 unless told; set target.status to
+// change it) and records it in requests ({ method, url, authorization }).
+// With hold, a request is answered only once release() is called, so that
+// the scenario decides when a run ends.
+export async function target({ status = 200, hold = false } = {}) {
+  const held = [];
+  const t = {
+    status,
+    requests: [],
+    release: () => held.splice(0).forEach((answer) => answer()),
+  };
+  const server = createServer((req, res) => {
+    t.requests.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
+    req.resume();
+    const answer = () => res.writeHead(t.status, { 'content-type': 'text/plain' }).end(t.status < 400 ? 'ok' : 'failing');
+    if (hold) held.push(answer);
+    else answer();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.url = `http://127.0.0.1:${server.address().port}/`;
+  t.close = () => {
+    t.release();
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  };
+  return t;
+}
+
+// csrfOf returns the csrf value of the page's forms (the sign-out form
+// carries it on every page of a signed-in viewer).
+export async function csrfOf(page) {
+  const value = await page.locator('input[name="csrf"]').first().getAttribute('value');
+  assert.ok(value, 'the page has no csrf field');
+  return value;
+}
+
+// submit clicks the button named name (a form's POST) and waits for the
+// page it leads to, returning that page's response.
+export async function submit(page, name) {
+  const [res] = await Promise.all([
+    page.waitForNavigation(),
+    page.getByRole('button', { name, exact: true }).click(),
+  ]);
+  return res;
+}
+
+// actionNames returns the names of the buttons and button-like links in
+// <main>.
+export async function actionNames(page) {
+  return page.locator('main button, main a.button').allTextContents().then((all) => all.map((s) => s.trim()));
 }
 
 export { assert };
