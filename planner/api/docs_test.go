@@ -36,7 +36,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		routePrefix + "/{collection}/jobs", routePrefix + "/{collection}/jobs/{job}",
 		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/history",
 		routePrefix + "/{collection}/jobs/{job}/preview",
-		routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming,
+		routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming, routeJobUpcoming,
 	} {
 		if !documented[path] {
 			t.Errorf("docs/api.md does not list %s", path)

@@ -2,7 +2,9 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -164,7 +166,8 @@ func actionTypeOf(j store.Job) contracts.ActionType {
 }
 
 // sortKey is what a job is sorted by: the value of the ordered field
-// (text, or at for a time, zero when the job has none), then its name.
+// (text, or at for a time, zero when the job has none), then its name,
+// lower-cased.
 type sortKey struct {
 	name, text string
 	at         time.Time
@@ -174,7 +177,7 @@ type sortKey struct {
 // jobs equal there by name. A job without the time it is ordered by comes
 // after those with one (before them in desc, the reverse order).
 func (q jobListQuery) compare(a, b sortKey) int {
-	byName := cmp.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
+	byName := cmp.Compare(a.name, b.name)
 	var c int
 	switch {
 	case q.orderBy == orderName:
@@ -202,21 +205,43 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// timeOf returns the time of the job's status the query orders by, or
-// zero.
-func (q jobListQuery) timeOf(d contracts.JobDefinition) time.Time {
-	st := d.Properties.Status
-	if st == nil {
-		return time.Time{}
+// statusTimes returns, for each job, the time of its status that order
+// names (zero when it has none), as the job's status would show it, asking
+// the timer once for all the jobs.
+func (s *Server) statusTimes(ctx context.Context, jobs []store.Job, order jobOrder) []time.Time {
+	out := make([]time.Time, len(jobs))
+	var (
+		next    []time.Time
+		tallies []contracts.Tally
+	)
+	if s.sched != nil && len(jobs) > 0 {
+		var err error
+		if next, tallies, err = s.sched.Runtimes(ctx, refsOf(jobs)); err != nil {
+			s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
+			next, tallies = nil, nil
+		}
 	}
-	t := st.NextExecutionTime
-	if q.orderBy == orderLastExecutionTime {
-		t = st.LastExecutionTime
+	for i, j := range jobs {
+		var tally contracts.Tally
+		if tallies != nil {
+			tally = tallies[i]
+		}
+		if order == orderLastExecutionTime {
+			out[i] = tally.LastExecution
+			continue
+		}
+		if j.Properties.State != contracts.JobStateEnabled {
+			continue
+		}
+		var at time.Time
+		if next != nil {
+			at = next[i]
+		}
+		if at, ok := s.nextExecution(j, at, tally); ok {
+			out[i] = at
+		}
 	}
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
+	return out
 }
 
 // listJobs answers GET …/jobs: the collection's jobs kept by $filter and
@@ -240,7 +265,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 	jobs = slices.DeleteFunc(jobs, func(j store.Job) bool { return !q.keeps(j) })
 	keys := make([]sortKey, len(jobs))
 	for i, j := range jobs {
-		keys[i] = sortKey{name: j.Ref.Job}
+		keys[i] = sortKey{name: strings.ToLower(j.Ref.Job)}
 		switch q.orderBy {
 		case orderState:
 			keys[i].text = string(j.Properties.State)
@@ -248,11 +273,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 			keys[i].text = string(actionTypeOf(j))
 		}
 	}
-	var rendered []contracts.JobDefinition
 	if q.orderBy.timed() {
-		rendered = s.renderJobs(ctx, jobs)
-		for i, d := range rendered {
-			keys[i].at = q.timeOf(d)
+		for i, at := range s.statusTimes(ctx, jobs, q.orderBy) {
+			keys[i].at = at
 		}
 	}
 	order := make([]int, len(jobs))
@@ -261,13 +284,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, ref contracts.
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return q.compare(keys[a], keys[b]) })
 	from, to := q.page.window(len(jobs))
-	var value []contracts.JobDefinition
-	if q.orderBy.timed() {
-		value = pick(rendered, order[from:to])
-	} else {
-		value = s.renderJobs(ctx, pick(jobs, order[from:to]))
-	}
-	out := contracts.JobListResult{Value: value, NextLink: s.nextLink(r, q.page, len(jobs))}
+	out := contracts.JobListResult{Value: s.renderJobs(ctx, pick(jobs, order[from:to])), NextLink: s.nextLink(r, q.page, len(jobs))}
 	if q.count {
 		n := len(jobs)
 		out.Count = &n

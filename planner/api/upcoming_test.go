@@ -107,6 +107,22 @@ func TestUpcoming(t *testing.T) {
 			}
 		}
 	})
+	t.Run("one job's runs, without the rest of its collection", func(t *testing.T) {
+		got := get(base + "/c1/jobs/counted/upcoming?hours=6")
+		want := []string{"20:10:00 c1/counted Scheduled", "20:30:00 c1/counted Scheduled", "20:50:00 c1/counted Scheduled"}
+		if lines := runLines(got.Value); !slices.Equal(lines, want) {
+			t.Errorf("one job:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+		if got := get(base + "/c1/jobs/off/upcoming"); len(got.Value) != 0 {
+			t.Errorf("a Disabled job has runs: %v", runLines(got.Value))
+		}
+		if got := get(base + "/c3/jobs/hidden/upcoming"); len(got.Value) != 0 {
+			t.Errorf("a job of a Disabled collection has runs: %v", runLines(got.Value))
+		}
+		if r := b.do(t, "GET", base+"/c1/jobs/nope/upcoming", ""); r.status != http.StatusNotFound {
+			t.Errorf("a job that does not exist: %d %s", r.status, r.body)
+		}
+	})
 	t.Run("the count and the end time bound a job's runs; the default window is 6 hours", func(t *testing.T) {
 		got := get(rgUpcoming)
 		count := map[string]int{}

@@ -157,6 +157,9 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"job with 1,000 history entries", "/c/bench/rg/big/jobs/job-00001"},
 		{"job, history page 20 of Failed", "/c/bench/rg/big/jobs/job-00001?status=Failed&hpage=4"},
 		{"overview", "/"},
+		// The reference: the API's own listing of the collection's first
+		// page, which the collection page makes and renders.
+		{"API listing alone", "/subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/big/jobs?api-version=2016-03-01&$top=50&$count=true"},
 	} {
 		b.Run(page.name, func(b *testing.B) {
 			c.get(b, page.path) // warm

@@ -159,6 +159,9 @@ type collectionData struct {
 	PrevHref   string
 	NextHref   string
 	MaxJobs    int
+	// AllJobs is how many jobs the collection holds; -1 when the page
+	// filters them and does not know.
+	AllJobs int
 }
 
 type jobRow struct {
@@ -209,8 +212,11 @@ func (c *Console) collection(q *request) (string, *view, error) {
 	if !slices.ContainsFunc(sortOptions, func(o sortOption) bool { return o.Value == cq.Sort }) {
 		cq.Sort = ""
 	}
+	// The collection without its job counts: they would list its jobs a
+	// second time. The listing's count is the collection's when nothing
+	// filters it.
 	var col collectionJSON
-	if err := q.api.get(q.ctx(), collectionPath(ref), url.Values{"$expand": {"jobCounts"}}, &col); err != nil {
+	if err := q.api.get(q.ctx(), collectionPath(ref), nil, &col); err != nil {
 		return "", nil, err
 	}
 	params := url.Values{"$top": {strconv.Itoa(jobsPerPage)}, "$skip": {strconv.Itoa((cq.Page - 1) * jobsPerPage)}, "$count": {"true"}}
@@ -248,6 +254,11 @@ func (c *Console) collection(q *request) (string, *view, error) {
 		d.MaxJobs = *qt.MaxJobCount
 	}
 	d.Pages = max(1, (jobs.Count+jobsPerPage-1)/jobsPerPage)
+	if cq.Search == "" && cq.State == "" && cq.Type == "" {
+		d.AllJobs = jobs.Count
+	} else {
+		d.AllJobs = -1
+	}
 	for _, j := range jobs.Value {
 		d.Rows = append(d.Rows, jobRow{Job: j, Href: jobHref(j.Ref()), Schedule: planner.Describe(j.Properties.StartTime, j.Properties.Recurrence)})
 	}

@@ -451,10 +451,27 @@ func (s *Store) listJobs(ctx context.Context, ref contracts.CollectionRef, open 
 		}
 		jobs = append(jobs, j)
 	}
-	slices.SortFunc(jobs, func(a, b Job) int {
-		return strings.Compare(strings.ToLower(a.Ref.Job), strings.ToLower(b.Ref.Job))
-	})
+	sortByName(jobs)
 	return jobs, nil
+}
+
+// sortByName sorts jobs by name, case-insensitively, lower-casing each name
+// once.
+func sortByName(jobs []Job) {
+	type keyed struct {
+		lower string
+		i     int
+	}
+	keys := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		keys[i] = keyed{strings.ToLower(j.Ref.Job), i}
+	}
+	slices.SortFunc(keys, func(a, b keyed) int { return strings.Compare(a.lower, b.lower) })
+	sorted := make([]Job, len(jobs))
+	for n, k := range keys {
+		sorted[n] = jobs[k.i]
+	}
+	copy(jobs, sorted)
 }
 
 // CountJobs returns the number of jobs in the collection, reading keys only.
