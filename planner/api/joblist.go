@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -210,17 +209,7 @@ func boolInt(b bool) int {
 // the timer once for all the jobs.
 func (s *Server) statusTimes(ctx context.Context, jobs []store.Job, order jobOrder) []time.Time {
 	out := make([]time.Time, len(jobs))
-	var (
-		next    []time.Time
-		tallies []contracts.Tally
-	)
-	if s.sched != nil && len(jobs) > 0 {
-		var err error
-		if next, tallies, err = s.sched.Runtimes(ctx, refsOf(jobs)); err != nil {
-			s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
-			next, tallies = nil, nil
-		}
-	}
+	next, tallies := s.runtimes(ctx, jobs)
 	for i, j := range jobs {
 		var tally contracts.Tally
 		if tallies != nil {

@@ -40,17 +40,7 @@ func (s *Server) renderJob(ctx context.Context, j store.Job) contracts.JobDefini
 // them at once. When the timer does not answer, counters show 0 and the
 // next execution is computed from the definition.
 func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.JobDefinition {
-	var (
-		next    []time.Time
-		tallies []contracts.Tally
-	)
-	if s.sched != nil && len(jobs) > 0 {
-		var err error
-		if next, tallies, err = s.sched.Runtimes(ctx, refsOf(jobs)); err != nil {
-			s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
-			next, tallies = nil, nil
-		}
-	}
+	next, tallies := s.runtimes(ctx, jobs)
 	out := make([]contracts.JobDefinition, len(jobs))
 	for i, j := range jobs {
 		props := j.Properties.Redacted()
@@ -78,6 +68,21 @@ func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.J
 		}
 	}
 	return out
+}
+
+// runtimes asks the timer, once, when each job runs next and for its
+// tally; nil, nil when the timer does not answer (which is logged) or
+// there is none.
+func (s *Server) runtimes(ctx context.Context, jobs []store.Job) ([]time.Time, []contracts.Tally) {
+	if s.sched == nil || len(jobs) == 0 {
+		return nil, nil
+	}
+	next, tallies, err := s.sched.Runtimes(ctx, refsOf(jobs))
+	if err != nil {
+		s.cfg.Logger.Warn("reading the jobs' status from the timer", slog.String("error", err.Error()))
+		return nil, nil
+	}
+	return next, tallies
 }
 
 // nextExecution returns the timer's next execution of the job, scheduled;
