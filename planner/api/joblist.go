@@ -174,7 +174,8 @@ type sortKey struct {
 
 // compare orders two jobs by the query's field, in its direction, and
 // jobs equal there by name. A job without the time it is ordered by comes
-// after those with one (before them in desc, the reverse order).
+// after those with one, in either direction: the jobs that ran last, or
+// run next, come first in desc.
 func (q jobListQuery) compare(a, b sortKey) int {
 	byName := cmp.Compare(a.name, b.name)
 	var c int
@@ -182,12 +183,11 @@ func (q jobListQuery) compare(a, b sortKey) int {
 	case q.orderBy == orderName:
 		c, byName = byName, 0
 	case q.orderBy.timed():
-		switch {
-		case a.at.IsZero() || b.at.IsZero():
-			c = cmp.Compare(boolInt(a.at.IsZero()), boolInt(b.at.IsZero()))
-		default:
-			c = a.at.Compare(b.at)
+		if a.at.IsZero() || b.at.IsZero() {
+			// A job without the time comes last, in either direction.
+			return cmp.Or(cmp.Compare(boolInt(a.at.IsZero()), boolInt(b.at.IsZero())), byName)
 		}
+		c = a.at.Compare(b.at)
 	default:
 		c = cmp.Compare(a.text, b.text)
 	}

@@ -107,9 +107,9 @@ func TestListJobsFiltersSearchesAndOrders(t *testing.T) {
 		{"by state desc, ties still by name", "$orderby=STATE DESC", []string{"alpha", "delta", "epsilon-REPORT", "Beta-report", "zeta"}},
 		{"by action type, ties broken by name", "$orderby=actionType asc", []string{"alpha", "delta", "zeta", "Beta-report", "epsilon-REPORT"}},
 		{"by next execution, jobs without one last", "$orderby=nextExecutionTime", []string{"delta", "alpha", "epsilon-REPORT", "Beta-report", "zeta"}},
-		{"by next execution desc, the reverse", "$orderby=nextExecutionTime desc", []string{"Beta-report", "zeta", "epsilon-REPORT", "alpha", "delta"}},
+		{"by next execution desc, the reverse, jobs without one still last", "$orderby=nextExecutionTime desc", []string{"epsilon-REPORT", "alpha", "delta", "Beta-report", "zeta"}},
 		{"by last execution, from the timer's tallies", "$orderby=lastExecutionTime", []string{"zeta", "alpha", "delta", "Beta-report", "epsilon-REPORT"}},
-		{"a time order pages after sorting", "$orderby=lastExecutionTime desc&$top=2&$skip=2", []string{"delta", "alpha"}},
+		{"a time order pages after sorting", "$orderby=lastExecutionTime desc&$top=2&$skip=1", []string{"alpha", "zeta"}},
 		{"the filter applies before the order and the page", "$filter=actionType eq Http&$orderby=nextExecutionTime&$top=2", []string{"delta", "alpha"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

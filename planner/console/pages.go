@@ -117,6 +117,7 @@ func (c *Console) overview(q *request) (string, *view, error) {
 			continue // a collection the token may list but not read further
 		}
 		for _, j := range jobs.Value {
+			// Newest first; the jobs that never ran come last.
 			last := deref(j.Status().LastExecutionTime)
 			if last.IsZero() || now.Sub(last) > failingWindow {
 				break
