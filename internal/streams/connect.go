@@ -57,6 +57,10 @@ func Connect(ctx context.Context, url, role string, log *slog.Logger, opts Conne
 		nc, err = nats.Connect(url, append(connectOptions(role, log), auth...)...)
 		return err
 	})
+	if closedAfterHandshake(err) {
+		err = fmt.Errorf("%w (the server closed the connection once TLS was set up: it most likely refused this role's client certificate, "+
+			"or its lack of one; see --nats-cert-file and --nats-key-file)", err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w", RedactURL(url), hideURL(err))
 	}
