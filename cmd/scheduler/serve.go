@@ -116,7 +116,9 @@ func newServePlannerCommand() *cobra.Command {
 			return err
 		}
 		cfg.EncryptionKey = key
-		accessParsed()
+		if err := accessParsed(); err != nil {
+			return err
+		}
 		return runRole(cmd, logger, 30*time.Second, func(ctx context.Context, log *slog.Logger) (stopper, error) {
 			cfg.Logger = log
 			return service.Start(ctx, cfg)

@@ -41,12 +41,18 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the console's faults. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Login signs viewers in through an OpenID Connect provider when its
+	// Client.ID is set. Defaults to none: viewers paste a token.
+	Login OIDCLogin
 }
 
 // Console serves the console's pages.
 type Console struct {
 	cfg      Config
 	sessions *sessions
+	// provider is nil unless viewers may sign in through an identity
+	// provider.
+	provider *oidcLogin
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	cross    *http.CrossOriginProtection
@@ -70,11 +76,15 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	provider, err := newOIDCLogin(cfg.Login, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, sessions: sess, pages: pages, mux: http.NewServeMux(), cross: http.NewCrossOriginProtection(),
+	c := &Console{cfg: cfg, sessions: sess, provider: provider, pages: pages, mux: http.NewServeMux(), cross: http.NewCrossOriginProtection(),
 		done: make(chan struct{})}
 	c.routes()
 	return c, nil
@@ -87,7 +97,7 @@ func (c *Console) Stop() { c.stopOnce.Do(func() { close(c.done) }) }
 // every other.
 func Serves(path string) bool {
 	switch {
-	case path == "/", path == "/login", path == "/logout":
+	case path == "/", path == "/login", path == "/logout", path == "/login/oidc", path == callbackPath:
 		return true
 	case strings.HasPrefix(path, "/static/"), strings.HasPrefix(path, "/c/"):
 		return true
@@ -134,6 +144,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /login", c.loginForm)
 	c.mux.HandleFunc("POST /login", c.form(c.login))
 	c.mux.HandleFunc("POST /logout", c.form(c.logout))
+	c.mux.HandleFunc("GET /login/oidc", c.startOIDC)
+	c.mux.HandleFunc("GET "+callbackPath, c.finishOIDC)
 	const coll = "/c/{sub}/{rg}/{coll}"
 	const job = coll + "/jobs/{job}"
 	c.mux.HandleFunc("GET "+coll, c.page(c.collection))

@@ -471,6 +471,9 @@ func (c *Console) confirmDelete(q *request) (string, *view, error) {
 
 type loginData struct {
 	Next string
+	// SignInWith names the identity provider viewers may sign in through;
+	// empty when there is none.
+	SignInWith string
 }
 
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -480,14 +483,14 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "login", &view{Title: "Sign in", CSRF: sess.CSRF, TokenRequired: true, Data: loginData{Next: next}})
+	c.render(w, r, http.StatusOK, "login", &view{Title: "Sign in", CSRF: sess.CSRF, TokenRequired: true, Data: loginData{Next: next, SignInWith: c.signInWith()}})
 }
 
 func (c *Console) login(q *request) (string, *view, error) {
 	token := strings.TrimSpace(q.r.PostForm.Get("token"))
 	next := localPath(q.r.PostForm.Get("next"))
 	refuse := func(msg string) (string, *view, error) {
-		return "login", &view{Title: "Sign in", Error: msg, Data: loginData{Next: next}}, nil
+		return "login", &view{Title: "Sign in", Error: msg, Data: loginData{Next: next, SignInWith: c.signInWith()}}, nil
 	}
 	if token == "" {
 		return refuse("Enter a token.")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 	"github.com/jobscheduler/scheduler/planner/api"
+	"github.com/jobscheduler/scheduler/planner/console"
 	"github.com/jobscheduler/scheduler/planner/intake"
 )
 
@@ -33,6 +35,28 @@ func TestAPlannerRefusesShortTokensAtStart(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("the error quotes the token: %v", err)
+	}
+}
+
+func TestTheConsolesOIDCClientNeedsAnIssuer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		client console.OIDCClient
+		says   string
+	}{
+		{console.OIDCClient{ID: "scheduler-console"}, "--oidc-client-id (SCHEDULER_OIDC_CLIENT_ID) needs --oidc-issuer"},
+		{console.OIDCClient{Secret: "s3cret-value"}, "--oidc-client-secret-file and --oidc-login-params need --oidc-client-id"},
+		{console.OIDCClient{ID: "c", Params: url.Values{"state": {"x"}}}, `--oidc-login-params (SCHEDULER_OIDC_LOGIN_PARAMS): the parameter "state" is set by the sign-in itself`},
+	} {
+		_, err := Start(context.Background(), Config{
+			NATSURL: "nats://127.0.0.1:1", RedisURL: "redis://127.0.0.1:1", EncryptionKey: make([]byte, 32), OIDCClient: tt.client,
+		})
+		if err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%+v: %v, want %q", tt.client, err, tt.says)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error quotes the secret: %v", err)
+		}
 	}
 }
 

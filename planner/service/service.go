@@ -91,6 +91,12 @@ type Config struct {
 	// OIDC verifies OpenID Connect bearer tokens when its Issuer is set.
 	// Defaults to none.
 	OIDC api.OIDCConfig
+	// OIDCClient is the console's client of the OIDC issuer: when its ID
+	// is set, viewers sign in to the console through the provider, which
+	// sends them back to <PublicURL>/login/oidc/callback (or to the
+	// scheme and host of their request when PublicURL is empty). Defaults
+	// to none.
+	OIDCClient console.OIDCClient
 	// Ceilings bound the quotas and collections a principal below
 	// operator may give itself. Defaults to api.Ceilings' defaults.
 	Ceilings api.Ceilings
@@ -353,7 +359,9 @@ func (s *Service) start(ctx context.Context) error {
 	}
 	var root http.Handler = observe.API(server, api.RouteOf)
 	if !cfg.DisableConsole {
-		if s.console, err = console.New(console.Config{API: server, EncryptionKey: cfg.EncryptionKey, NATS: s.nc, Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+		login := console.OIDCLogin{Issuer: cfg.OIDC.Issuer, Client: cfg.OIDCClient, PublicURL: public, HTTPClient: cfg.OIDC.Client}
+		if s.console, err = console.New(console.Config{API: server, EncryptionKey: cfg.EncryptionKey, NATS: s.nc, Now: cfg.Now, Logger: cfg.Logger,
+			Login: login}); err != nil {
 			return err
 		}
 		root = console.Beside(s.console, root)
@@ -380,6 +388,15 @@ func (c Config) validateAccess() []error {
 		if err := c.OIDC.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--oidc-issuer and --oidc-audience (SCHEDULER_OIDC_ISSUER, SCHEDULER_OIDC_AUDIENCE): %w", err))
 		}
+	}
+	if c.OIDCClient.ID != "" && c.OIDC.Issuer == "" {
+		errs = append(errs, errors.New("--oidc-client-id (SCHEDULER_OIDC_CLIENT_ID) needs --oidc-issuer: the console signs viewers in through the API's issuer"))
+	}
+	if c.OIDCClient.ID == "" && (c.OIDCClient.Secret != "" || len(c.OIDCClient.Params) > 0) {
+		errs = append(errs, errors.New("--oidc-client-secret-file and --oidc-login-params need --oidc-client-id (SCHEDULER_OIDC_CLIENT_ID)"))
+	}
+	if err := c.OIDCClient.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--oidc-login-params (SCHEDULER_OIDC_LOGIN_PARAMS): %w", err))
 	}
 	if err := c.Ceilings.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("the ceilings (--max-jobs-per-collection, --min-recurrence-interval, --max-collections-per-subscription): %w", err))
