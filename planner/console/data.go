@@ -2,7 +2,6 @@ package console
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -187,12 +186,4 @@ type historyList struct {
 type previewJSON struct {
 	State contracts.JobState `json:"state"`
 	Value []time.Time        `json:"value"`
-}
-
-// plural writes n and a noun, pluralised.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -357,7 +357,7 @@ func (s *Service) start(ctx context.Context) error {
 	} else {
 		mux.Handle("GET /metrics", server.Authenticated(reg.Handler()))
 	}
-	var root http.Handler = observe.API(server, api.RouteOf)
+	root := observe.API(server, api.RouteOf)
 	if !cfg.DisableConsole {
 		login := console.OIDCLogin{Issuer: cfg.OIDC.Issuer, Client: cfg.OIDCClient, PublicURL: public, HTTPClient: cfg.OIDC.Client}
 		if s.console, err = console.New(console.Config{API: server, EncryptionKey: cfg.EncryptionKey, NATS: s.nc, Now: cfg.Now, Logger: cfg.Logger,
