@@ -285,10 +285,10 @@ func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiEr
 		// Every principal may list; the listing shows only what it may
 		// read, nothing for a principal that may read nothing.
 		allowed = true
-	case routeSubscriptionCollections, routeSubscriptionUpcoming:
+	case routeSubscriptionCollections, routeSubscriptionUpcoming, routeSubscriptionExecutions:
 		scope = Scope{Subscription: seg[1]}
 		allowed = p.reaches(need, seg[1], "")
-	case routeCollections, routeUpcoming:
+	case routeCollections, routeUpcoming, routeExecutions:
 		scope = Scope{Subscription: seg[1], ResourceGroup: seg[3]}
 		allowed = p.reaches(need, seg[1], seg[3])
 	default:

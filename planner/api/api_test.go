@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,9 @@ type fakeScheduling struct {
 	followUps map[string][]TimerEntry
 	// runtimesCalls holds the jobs asked of each call of Runtimes.
 	runtimesCalls [][]string
+	// executions are the attempts counted per minute, by collection
+	// (CollectionRef.Tokens).
+	executions map[string][]MinuteExecutions
 }
 
 // plannedEntry is what the timer holds of a job: its scheduled occurrence
@@ -78,6 +83,35 @@ func (f *fakeScheduling) Pending(_ context.Context, refs []contracts.JobRef) ([]
 		held[i], tallies[i] = append(held[i], f.followUps[r.Job]...), f.tallies[r.Job]
 	}
 	return held, tallies, nil
+}
+
+func (f *fakeScheduling) ExecutionCounts(_ context.Context, cols []contracts.CollectionRef, from, to time.Time) ([]MinuteExecutions, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sums := map[time.Time]MinuteExecutions{}
+	for _, c := range cols {
+		for _, m := range f.executions[c.Tokens()] {
+			if m.Minute.Before(from.Truncate(time.Minute)) || !m.Minute.Before(to) {
+				continue
+			}
+			s := sums[m.Minute]
+			s.Minute, s.Succeeded, s.Failed = m.Minute, s.Succeeded+m.Succeeded, s.Failed+m.Failed
+			sums[m.Minute] = s
+		}
+	}
+	out := slices.SortedFunc(maps.Values(sums), func(a, b MinuteExecutions) int { return a.Minute.Compare(b.Minute) })
+	return out, nil
+}
+
+// countExecutions makes the timer hold the attempts counted in the
+// collection's minutes.
+func (f *fakeScheduling) countExecutions(col contracts.CollectionRef, minutes ...MinuteExecutions) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.executions == nil {
+		f.executions = map[string][]MinuteExecutions{}
+	}
+	f.executions[col.Tokens()] = append(f.executions[col.Tokens()], minutes...)
 }
 
 // takeRuntimesCalls returns the jobs asked of each call of Runtimes since

@@ -37,6 +37,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/history",
 		routePrefix + "/{collection}/jobs/{job}/preview",
 		routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming, routeJobUpcoming,
+		routeSubscriptionExecutions, routeExecutions, routeCollectionExecutions,
 	} {
 		if !documented[path] {
 			t.Errorf("docs/api.md does not list %s", path)

@@ -168,6 +168,13 @@ func (s redisScheduling) Scheduled(ctx context.Context, ref contracts.JobRef) (t
 	return time.Time{}, 0, false, err
 }
 
+func (s redisScheduling) ExecutionCounts(ctx context.Context, cols []contracts.CollectionRef, _, _ time.Time) ([]MinuteExecutions, error) {
+	if err := s.rdb.Get(ctx, "executions").Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	return nil, nil
+}
+
 func (s redisScheduling) RunNow(ctx context.Context, j store.Job) error {
 	return s.rdb.RPush(ctx, "runs", j.Ref.KVKey()).Err()
 }
@@ -200,6 +207,9 @@ func TestRedisDown(t *testing.T) {
 	})
 	t.Run("a run answers 503", func(t *testing.T) {
 		wantUnavailable(t, b.do(t, "POST", base+"/jc/jobs/j/run", ""), "run")
+	})
+	t.Run("the execution counts answer 503", func(t *testing.T) {
+		wantUnavailable(t, b.do(t, "GET", base+"/jc/executionCounts", ""), "execution counts")
 	})
 	t.Run("a Redis back within the retry window takes the run once", func(t *testing.T) {
 		retried := make(chan error, 64)

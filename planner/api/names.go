@@ -17,7 +17,7 @@ func checkPathNames(pattern string, seg []string) *apiError {
 		return nil // it names nothing
 	}
 	errs := []error{contracts.ValidateSubscription(seg[1])}
-	if pattern != routeSubscriptionCollections && pattern != routeSubscriptionUpcoming {
+	if pattern != routeSubscriptionCollections && pattern != routeSubscriptionUpcoming && pattern != routeSubscriptionExecutions {
 		errs = append(errs, contracts.ValidateResourceGroup(seg[3]))
 	}
 	if len(seg) > 7 {

@@ -25,6 +25,9 @@ const (
 	routeUpcoming                = "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming"
 	routeCollectionUpcoming      = routePrefix + "/{collection}/upcoming"
 	routeJobUpcoming             = routePrefix + "/{collection}/jobs/{job}/upcoming"
+	routeSubscriptionExecutions  = "/subscriptions/{subscription}/providers/Microsoft.Scheduler/executionCounts"
+	routeExecutions              = "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/executionCounts"
+	routeCollectionExecutions    = routePrefix + "/{collection}/executionCounts"
 	// routeOther is a path that names no route.
 	routeOther = "other"
 )
@@ -58,8 +61,14 @@ func match(seg []string) string {
 	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "upcoming") {
 		return routeSubscriptionUpcoming
 	}
+	if len(seg) == 5 && lit(2, "providers") && lit(3, "Microsoft.Scheduler") && lit(4, "executionCounts") {
+		return routeSubscriptionExecutions
+	}
 	if len(seg) == 7 && lit(2, "resourceGroups") && lit(4, "providers") && lit(5, "Microsoft.Scheduler") && lit(6, "upcoming") {
 		return routeUpcoming
+	}
+	if len(seg) == 7 && lit(2, "resourceGroups") && lit(4, "providers") && lit(5, "Microsoft.Scheduler") && lit(6, "executionCounts") {
+		return routeExecutions
 	}
 	if len(seg) < 7 || !lit(2, "resourceGroups") || !lit(4, "providers") || !lit(5, "Microsoft.Scheduler") || !lit(6, "jobCollections") {
 		return routeOther
@@ -75,6 +84,8 @@ func match(seg []string) string {
 		return routeCollectionDisable
 	case len(seg) == 9 && lit(8, "upcoming"):
 		return routeCollectionUpcoming
+	case len(seg) == 9 && lit(8, "executionCounts"):
+		return routeCollectionExecutions
 	case len(seg) == 9 && lit(8, "jobs"):
 		return routeJobs
 	case len(seg) == 10 && lit(8, "jobs"):

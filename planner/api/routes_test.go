@@ -22,12 +22,15 @@ func TestRouteOf(t *testing.T) {
 		base + "/c1/jobs/j1/history": routePrefix + "/{collection}/jobs/{job}/history",
 		base + "/c1/jobs/j1/preview": routePrefix + "/{collection}/jobs/{job}/preview",
 		base + "/c1/upcoming":        routePrefix + "/{collection}/upcoming",
-		"/subscriptions/s1/providers/Microsoft.Scheduler/upcoming":                    "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming",
-		"/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/upcoming": "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming",
-		base + "/c1/jobs/j1/unknown":                                                  "other",
-		"/":                                                                           "other",
-		"/metrics":                                                                    "other",
-		"/subscriptions/s1/elsewhere/x":                                               "other",
+		"/subscriptions/s1/providers/Microsoft.Scheduler/upcoming":                           "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming",
+		"/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/upcoming":        "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming",
+		base + "/c1/executionCounts":                                                         routePrefix + "/{collection}/executionCounts",
+		"/subscriptions/s1/providers/Microsoft.Scheduler/executionCounts":                    "/subscriptions/{subscription}/providers/Microsoft.Scheduler/executionCounts",
+		"/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/executionCounts": "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/executionCounts",
+		base + "/c1/jobs/j1/unknown":                                                         "other",
+		"/":                                                                                  "other",
+		"/metrics":                                                                           "other",
+		"/subscriptions/s1/elsewhere/x":                                                      "other",
 	} {
 		if got := RouteOf(httptest.NewRequest("GET", path+"?api-version=2016-03-01", nil)); got != want {
 			t.Errorf("RouteOf(%s) = %q, want %q", path, got, want)

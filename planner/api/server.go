@@ -19,7 +19,7 @@ import (
 )
 
 // Scheduling is what the API needs of the planner's timer: what a job's
-// status shows, and running a job now.
+// status shows, running a job now, and the executions per minute.
 type Scheduling interface {
 	// Runtimes returns, for each job, when it runs next (zero when it is
 	// not scheduled, or not yet) and its tally of executions.
@@ -36,6 +36,11 @@ type Scheduling interface {
 	// pending beside it) and its tally, in a few round trips whatever the
 	// number of jobs.
 	Pending(ctx context.Context, refs []contracts.JobRef) ([][]TimerEntry, []contracts.Tally, error)
+	// ExecutionCounts returns the attempts of the collections' jobs, of
+	// their main and error actions alike, that ended in each minute from
+	// the one holding from up to the one before to, by outcome, for the
+	// minutes that have any, earliest first.
+	ExecutionCounts(ctx context.Context, cols []contracts.CollectionRef, from, to time.Time) ([]MinuteExecutions, error)
 }
 
 // History is what the API needs of the job history.
@@ -239,6 +244,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 			job = seg[9]
 		}
 		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope, job) })
+	}
+	if scope, ok := executionsScope(pattern, seg); ok {
+		return s.only(r, http.MethodGet, func() *apiError { return s.countExecutions(w, r, scope) })
 	}
 	sub := seg[1]
 	if pattern == routeSubscriptionCollections {

@@ -20,6 +20,7 @@ const (
 	historyPerPage  = 25
 	upcomingShown   = 50
 	overviewHours   = 6
+	recentMinutes   = 60
 	failingPerColl  = 50
 	failingWindow   = 24 * time.Hour
 	collectionsScan = 50
@@ -52,6 +53,19 @@ type overviewData struct {
 	More        int
 	Hours       int
 	Chart       chart
+	// Executions is the chart of the attempts that ended in the last
+	// minutes; ExecutionsUnavailable tells that they could not be read.
+	Executions            outcomeChart
+	ExecutionsUnavailable bool
+}
+
+// executionCounts is the answer of GET …/executionCounts.
+type executionCounts struct {
+	PerMinute []struct {
+		Minute    time.Time `json:"minute"`
+		Succeeded int64     `json:"succeeded"`
+		Failed    int64     `json:"failed"`
+	} `json:"perMinute"`
 }
 
 type failingJob struct {
@@ -71,9 +85,10 @@ func (c *Console) overview(q *request) (string, *view, error) {
 	d := overviewData{Collections: cols.Value, Hours: overviewHours}
 	now := c.cfg.Now()
 	var (
-		runs    []upcomingRun
-		minutes = map[time.Time]int{}
-		seen    = map[string]bool{}
+		runs     []upcomingRun
+		minutes  = map[time.Time]int{}
+		outcomes = map[time.Time]outcomeCount{}
+		seen     = map[string]bool{}
 	)
 	for _, col := range cols.Value {
 		sub := col.Ref().Subscription
@@ -90,6 +105,20 @@ func (c *Console) overview(q *request) (string, *view, error) {
 		runs = append(runs, up.Value...)
 		for _, m := range up.PerMinute {
 			minutes[m.Minute] += m.Count
+		}
+		// The counts are a statistic: without them the page still shows
+		// the rest.
+		var ec executionCounts
+		if err := q.api.get(q.ctx(), "/subscriptions/"+url.PathEscape(sub)+"/providers/Microsoft.Scheduler/executionCounts",
+			url.Values{"minutes": {strconv.Itoa(recentMinutes)}}, &ec); err != nil {
+			d.ExecutionsUnavailable = true
+			continue
+		}
+		for _, m := range ec.PerMinute {
+			n := outcomes[m.Minute.UTC()]
+			n.Succeeded += m.Succeeded
+			n.Failed += m.Failed
+			outcomes[m.Minute.UTC()] = n
 		}
 	}
 	slices.SortStableFunc(runs, func(a, b upcomingRun) int { return a.Due.Compare(b.Due) })
@@ -140,6 +169,7 @@ func (c *Console) overview(q *request) (string, *view, error) {
 	d.Upcoming = runs[:min(len(runs), upcomingShown)]
 	d.More = len(runs) - len(d.Upcoming)
 	d.Chart = minuteChart(now, overviewHours, minutes)
+	d.Executions = newOutcomeChart(now, recentMinutes, outcomes)
 	return "overview", &view{Title: "Overview", Flash: flash(q.r), Data: d}, nil
 }
 

@@ -108,3 +108,19 @@ func (in *Inspector) Scheduled(ctx context.Context, ref contracts.JobRef) (time.
 	}
 	return e.Expected, e.Remaining, true, nil
 }
+
+// ExecutionCounts returns the attempts of the collections' jobs that ended
+// in each minute from the one holding from up to the one before to, by
+// outcome, for the minutes that have any, earliest first, in one round
+// trip to Redis.
+func (in *Inspector) ExecutionCounts(ctx context.Context, cols []contracts.CollectionRef, from, to time.Time) ([]api.MinuteExecutions, error) {
+	counts, err := in.ix.ExecutionCounts(ctx, cols, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.MinuteExecutions, len(counts))
+	for i, c := range counts {
+		out[i] = api.MinuteExecutions{Minute: c.Minute, Succeeded: c.Succeeded, Failed: c.Failed}
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,5 +57,33 @@ func TestPendingMarksEachRunTheTimerHolds(t *testing.T) {
 		if w := want[got.Kind]; !got.Due.Equal(w.Due) || got.Remaining != w.Remaining {
 			t.Errorf("%s: %+v, want %+v", got.Kind, got, w)
 		}
+	}
+}
+
+// ExecutionCounts hands the API the timer's counts of the collections
+// asked for, minute by minute.
+func TestExecutionCountsReadsTheCollectionsAskedFor(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, _ := testkit.Redis(t)
+	ix, err := timer.New(rdb, timer.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Near the wall clock: Redis expires a minute's counts 25 hours after it.
+	m := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	other := contracts.CollectionRef{Subscription: collection.Subscription, ResourceGroup: collection.ResourceGroup, Collection: "other"}
+	if err := ix.CountExecutions(t.Context(), []timer.Execution{
+		{Collection: collection, Ended: m}, {Collection: collection, Failed: true, Ended: m.Add(time.Minute)},
+		{Collection: other, Ended: m},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Inspector{ix: ix}).ExecutionCounts(t.Context(), []contracts.CollectionRef{collection}, m, m.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.MinuteExecutions{{Minute: m, Succeeded: 1}, {Minute: m.Add(time.Minute), Failed: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%+v, want %+v", got, want)
 	}
 }

@@ -1,8 +1,8 @@
 // Package feedback is the planner's consumer of result events: it counts
-// each attempt in the job's status, schedules the retry or the error action
-// that follows a failed attempt through the Redis timer, and ends a job
-// whose last occurrence ended: Completed when it succeeded, Faulted when it
-// faulted.
+// each attempt in the job's status and in the executions per minute,
+// schedules the retry or the error action that follows a failed attempt
+// through the Redis timer, and ends a job whose last occurrence ended:
+// Completed when it succeeded, Faulted when it faulted.
 package feedback
 
 import (
@@ -241,6 +241,7 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 				}
 			}
 		}
+		c.countExecutions(ctx, work, recorded)
 	}
 	if wake && c.wake != nil {
 		c.wake()
@@ -253,6 +254,30 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 			continue
 		}
 		_ = p.msg.Ack()
+	}
+}
+
+// countExecutions counts, in the executions per minute, each attempt whose
+// result was recorded for the first time (recorded[i] for work[i]): of the
+// main action or of the error action alike, by its outcome, in the minute
+// it ended. The counts are a statistic: a failure to count is logged, and
+// the results go on.
+func (c *Consumer) countExecutions(ctx context.Context, work []pending, recorded []bool) {
+	executions := make([]timer.Execution, 0, len(recorded))
+	for i, first := range recorded {
+		if !first {
+			continue // delivered again: counted the first time
+		}
+		r := work[i].result
+		executions = append(executions, timer.Execution{
+			Collection: r.Job.CollectionRef(), Failed: r.Outcome != contracts.Succeeded, Ended: r.EndTime,
+		})
+	}
+	if len(executions) == 0 {
+		return
+	}
+	if err := c.ix.CountExecutions(ctx, executions); err != nil {
+		c.cfg.Logger.Warn("counting executions per minute", slog.Int("executions", len(executions)), slog.String("error", err.Error()))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -382,4 +383,43 @@ func TestResultsWaitWhileTheTimerIsRebuilt(t *testing.T) {
 		tallies, _, err := e.ix.Statuses(t.Context(), []string{j.Ref.KVKey()})
 		return err == nil && tallies[0].Executions == 42 && tallies[0].Failures == 1
 	}, "the result was not counted on top of the restored counters")
+}
+
+// Each attempt, of the main action or of the error action, is counted once
+// in the executions per minute, by its outcome, in the minute it ended:
+// a result delivered again is not counted again.
+func TestEachAttemptIsCountedOncePerMinute(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	j, err := e.store.CreateJob(t.Context(), jobOf(t, `{"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"},
+		"errorAction": {"type": "Http", "request": {"uri": "https://example.com/e", "method": "GET"}}}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Near the wall clock: a minute's count expires 25 hours after it.
+	ended := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Minute)
+	failed := lastResult(j, contracts.Failed)
+	failed.StartTime, failed.EndTime = ended.Add(-time.Second), ended.Add(time.Second)
+	errorAction := failed
+	errorAction.ActionName, errorAction.Outcome = contracts.ErrorAction, contracts.Succeeded
+	errorAction.OccurrenceID = contracts.OccurrenceID(j.Ref, t0, contracts.ErrorAction, 0)
+	errorAction.EndTime = ended.Add(2 * time.Second)
+	for _, r := range []contracts.Result{failed, failed, errorAction} { // the failure is delivered twice
+		e.publish(t, r)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		c, err := e.js.Consumer(t.Context(), contracts.ResultsStream, contracts.PlannerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.AckFloor.Stream == 3 && info.NumAckPending == 0
+	}, "the results were not processed")
+	got, err := e.ix.ExecutionCounts(t.Context(), []contracts.CollectionRef{coll}, ended, ended.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []timer.MinuteExecutions{{Minute: ended, Succeeded: 1, Failed: 1}}; !slices.Equal(got, want) {
+		t.Fatalf("executions %+v, want %+v", got, want)
+	}
 }

@@ -27,8 +27,10 @@
 // pending (the due set's score holds the due time); Claim writes both. One
 // scheduled job of the usual shape costs about 265 bytes of Redis memory
 // (TestMemoryPerJob).
-// Two more keys sit outside the partitions: <prefix>:built and
-// <prefix>:lock:<name>.
+// More keys sit outside the partitions: <prefix>:built,
+// <prefix>:lock:<name>, and <prefix>:executions:<minute>, the attempts that
+// ended in each of the last 25 hours' minutes by collection and outcome
+// (see executions.go).
 //
 // # Claims
 //
