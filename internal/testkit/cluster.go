@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -63,10 +64,17 @@ func RedisCluster(t testing.TB) string {
 	}
 	rdb := redis.NewClusterClient(opts)
 	defer rdb.Close()
+	// Every node, not only the one asked first, must see the cluster up
+	// before commands spread over them (CLUSTERDOWN otherwise).
 	Eventually(t, 20*time.Second, func() bool {
-		info, err := rdb.ClusterInfo(context.Background()).Result()
-		return err == nil && strings.Contains(info, "cluster_state:ok")
-	}, "the Redis Cluster did not become ready")
+		return rdb.ForEachShard(context.Background(), func(ctx context.Context, node *redis.Client) error {
+			info, err := node.ClusterInfo(ctx).Result()
+			if err == nil && !strings.Contains(info, "cluster_state:ok") {
+				err = errors.New("cluster_state is not ok")
+			}
+			return err
+		}) == nil
+	}, "the Redis Cluster did not become ready on every node")
 	return url
 }
 
