@@ -1,7 +1,9 @@
 package console
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,5 +120,20 @@ func TestJobIDsReadBack(t *testing.T) {
 	}
 	if jobHref(ref) != "/c/s%201/rg/c/jobs/a%2Fb" {
 		t.Fatalf("jobHref %s", jobHref(ref))
+	}
+}
+
+func TestTheVendoredFilesAreThePinnedOnes(t *testing.T) {
+	data, err := staticFiles.ReadFile("static/htmx-2.0.11.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717" // static/VENDORED.md
+	if got := fmt.Sprintf("%x", sha256.Sum256(data)); got != want {
+		t.Fatalf("static/htmx-2.0.11.min.js has sha256 %s, not the pinned %s", got, want)
+	}
+	layout, err := templateFiles.ReadFile("templates/layout.html")
+	if err != nil || !strings.Contains(string(layout), `src="/static/htmx-2.0.11.min.js"`) {
+		t.Fatalf("the layout does not load the vendored htmx: %v", err)
 	}
 }
