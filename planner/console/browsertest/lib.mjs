@@ -85,6 +85,9 @@ function watch(page) {
     // Leaving a job page ends its live stream (an EventSource) that way:
     // not a problem of the page.
     if (req.resourceType() === 'eventsource' && req.failure()?.errorText === 'net::ERR_ABORTED') return;
+    // A check of the editor's draft is cancelled by a newer one (hx-sync
+    // replace) or by leaving the page: aborted on purpose, not failed.
+    if (['xhr', 'fetch'].includes(req.resourceType()) && req.failure()?.errorText === 'net::ERR_ABORTED') return;
     note(`request failed: ${req.method()} ${req.url()}: ${req.failure()?.errorText}`);
   });
   return {
