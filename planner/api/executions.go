@@ -10,7 +10,6 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/transient"
-	"github.com/jobscheduler/scheduler/planner/store"
 )
 
 // The bounds of GET …/executionCounts, in minutes.
@@ -105,20 +104,9 @@ func (s *Server) countExecutions(w http.ResponseWriter, r *http.Request, scope S
 // recent attempts ran all the same. A scope naming a collection answers
 // 404 when it does not exist.
 func (s *Server) executionCollections(ctx context.Context, scope Scope) ([]contracts.CollectionRef, *apiError) {
-	var cols []store.Collection
-	if scope.Collection != "" {
-		ref := contracts.CollectionRef{Subscription: scope.Subscription, ResourceGroup: scope.ResourceGroup, Collection: scope.Collection}
-		c, err := s.store.GetCollection(ctx, ref)
-		if err != nil {
-			return nil, storeError(err, collectionWhat(ref))
-		}
-		cols = []store.Collection{c}
-	} else {
-		var err error
-		if cols, err = s.store.ListCollections(ctx, scope.Subscription, scope.ResourceGroup); err != nil {
-			return nil, storeError(err, "the job collections")
-		}
-		cols = visibleCollections(ctx, cols)
+	cols, e := s.scopeCollections(ctx, scope)
+	if e != nil {
+		return nil, e
 	}
 	refs := make([]contracts.CollectionRef, len(cols))
 	for i, c := range cols {

@@ -210,24 +210,33 @@ func countMinute(hist []MinuteCount, t time.Time) []MinuteCount {
 	return append(hist, MinuteCount{Minute: m, Count: 1})
 }
 
-// upcomingJobs returns the enabled jobs of the enabled collections in
-// scope that the request's principal may read. A scope naming a collection
-// answers 404 when it does not exist.
-func (s *Server) upcomingJobs(ctx context.Context, scope Scope) ([]store.Job, *apiError) {
-	var cols []store.Collection
+// scopeCollections returns the collections in scope that the request's
+// principal may read, in any state. A scope naming a collection answers
+// 404 when it does not exist (the principal may read it: the request was
+// authorized).
+func (s *Server) scopeCollections(ctx context.Context, scope Scope) ([]store.Collection, *apiError) {
 	if scope.Collection != "" {
 		ref := contracts.CollectionRef{Subscription: scope.Subscription, ResourceGroup: scope.ResourceGroup, Collection: scope.Collection}
 		c, err := s.store.GetCollection(ctx, ref)
 		if err != nil {
 			return nil, storeError(err, collectionWhat(ref))
 		}
-		cols = []store.Collection{c}
-	} else {
-		var err error
-		if cols, err = s.store.ListCollections(ctx, scope.Subscription, scope.ResourceGroup); err != nil {
-			return nil, storeError(err, "the job collections")
-		}
-		cols = visibleCollections(ctx, cols)
+		return []store.Collection{c}, nil
+	}
+	cols, err := s.store.ListCollections(ctx, scope.Subscription, scope.ResourceGroup)
+	if err != nil {
+		return nil, storeError(err, "the job collections")
+	}
+	return visibleCollections(ctx, cols), nil
+}
+
+// upcomingJobs returns the enabled jobs of the enabled collections in
+// scope that the request's principal may read. A scope naming a collection
+// answers 404 when it does not exist.
+func (s *Server) upcomingJobs(ctx context.Context, scope Scope) ([]store.Job, *apiError) {
+	cols, e := s.scopeCollections(ctx, scope)
+	if e != nil {
+		return nil, e
 	}
 	var jobs []store.Job
 	for _, c := range cols {
