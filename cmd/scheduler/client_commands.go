@@ -137,14 +137,26 @@ through the scheduler's REST API (--server, --token, or the environment).
 		}
 		return o.completeJobs(cmd.Context())
 	}
-	var file string
+	var (
+		file        string
+		concurrency int
+	)
 	create := &cobra.Command{
-		Use:   "create NAME -f FILE",
-		Short: "Create or replace a job from its JSON definition (the Azure Scheduler job format)",
-		Args:  oneName("job"),
+		Use:   "create [NAME] -f FILE",
+		Short: "Create or replace a job from its JSON definition (the Azure Scheduler job format), or many from a file",
+		Long:  "Create or replace the job NAME from its JSON definition in FILE (- for stdin).\n\n" + jobsFileHelp,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil // a file of many jobs
+			}
+			return oneName("job")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.check(true); err != nil {
 				return err
+			}
+			if len(args) == 0 {
+				return o.createMany(cmd, file, concurrency)
 			}
 			body, err := readDefinition(cmd, file)
 			if err != nil {
@@ -157,7 +169,8 @@ through the scheduler's REST API (--server, --token, or the environment).
 			return o.printJobs(cmd, []contracts.JobDefinition{j}, true)
 		},
 	}
-	create.Flags().StringVarP(&file, "file", "f", "", "JSON definition of the job (- for stdin)")
+	create.Flags().StringVarP(&file, "file", "f", "", "JSON definition of the job, or without NAME a file of many jobs (- for stdin)")
+	create.Flags().IntVar(&concurrency, "concurrency", defaultConcurrency, "how many jobs of a file of many are created at a time (1 to 256)")
 	var state string
 	list := &cobra.Command{
 		Use:   "list",
