@@ -400,20 +400,5 @@ func isTerminal(w io.Writer) bool {
 
 // readJobsFile reads a file of many jobs, or stdin for "-".
 func readJobsFile(cmd *cobra.Command, file string) ([]byte, error) {
-	var (
-		data []byte
-		err  error
-	)
-	switch file {
-	case "":
-		return nil, &exitError{code: exitUsage, err: errors.New("a file of jobs is required: -f FILE (- for stdin), or NAME -f FILE for one job")}
-	case "-":
-		data, err = io.ReadAll(cmd.InOrStdin())
-	default:
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading the jobs: %w", err)}
-	}
-	return data, nil
+	return readFileArg(cmd, file, "a file of jobs is required: -f FILE (- for stdin), or NAME -f FILE for one job", "the jobs")
 }

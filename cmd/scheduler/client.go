@@ -214,23 +214,33 @@ func answerError(status int, data []byte) error {
 
 // readDefinition reads a JSON definition from a file, or stdin for "-".
 func readDefinition(cmd *cobra.Command, file string) ([]byte, error) {
+	data, err := readFileArg(cmd, file, "a definition file is required: -f FILE (- for stdin)", "the definition")
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(data) {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s is not JSON", orStdin(file))}
+	}
+	return data, nil
+}
+
+// readFileArg reads the file of -f, or stdin for "-"; missing is the error
+// of no file, and what names the content in a read error.
+func readFileArg(cmd *cobra.Command, file, missing, what string) ([]byte, error) {
 	var (
 		data []byte
 		err  error
 	)
 	switch file {
 	case "":
-		return nil, &exitError{code: exitUsage, err: errors.New("a definition file is required: -f FILE (- for stdin)")}
+		return nil, &exitError{code: exitUsage, err: errors.New(missing)}
 	case "-":
 		data, err = io.ReadAll(cmd.InOrStdin())
 	default:
 		data, err = os.ReadFile(file)
 	}
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading the definition: %w", err)}
-	}
-	if !json.Valid(data) {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s is not JSON", orStdin(file))}
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading %s: %w", what, err)}
 	}
 	return data, nil
 }
