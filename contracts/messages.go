@@ -48,9 +48,17 @@ func (r JobRef) Validate() error {
 
 // OccurrenceKey returns the readable identity of one attempt of one action of
 // one occurrence: "sub/rg/collection/job/20260102T051500Z/MainAction/0", with
-// the due time in UTC to the second and the 0-based attempt.
+// the due time in UTC and the 0-based attempt. The due time is written to
+// the second, as every occurrence of a schedule falls on one, or to the
+// millisecond when it has one (a run asked for now: two asked for in the
+// same second are two runs).
 func OccurrenceKey(job JobRef, due time.Time, action ActionName, attempt int) string {
-	return fmt.Sprintf("%s/%s/%s/%d", job.Key(), due.UTC().Format("20060102T150405Z"), action, attempt)
+	due = due.UTC().Truncate(time.Millisecond)
+	layout := "20060102T150405Z"
+	if due.Nanosecond() != 0 {
+		layout = "20060102T150405.000Z"
+	}
+	return fmt.Sprintf("%s/%s/%s/%d", job.Key(), due.Format(layout), action, attempt)
 }
 
 // OccurrenceID returns the first 32 hex digits of the SHA-256 of the

@@ -26,8 +26,9 @@ func TestOccurrenceKeyAndID(t *testing.T) {
 		attempt int
 		wantKey string
 	}{
-		{"the key is readable with the due time in UTC to the second", testJob, due, MainAction, 0, "sub/rg/coll/job/20260102T051500Z/MainAction/0"},
-		{"the error action and attempt are part of the key", testJob, due, ErrorAction, 3, "sub/rg/coll/job/20260102T051500Z/ErrorAction/3"},
+		{"the key is readable with the due time in UTC to the second", testJob, due.Truncate(time.Second), MainAction, 0, "sub/rg/coll/job/20260102T051500Z/MainAction/0"},
+		{"the error action and attempt are part of the key", testJob, due.Truncate(time.Second), ErrorAction, 3, "sub/rg/coll/job/20260102T051500Z/ErrorAction/3"},
+		{"a due time within a second (a run now) is written to the millisecond", testJob, due.Add(123_456), MainAction, 0, "sub/rg/coll/job/20260102T051500.900Z/MainAction/0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,8 +50,11 @@ func TestOccurrenceKeyAndID(t *testing.T) {
 		if a == OccurrenceID(testJob, due, MainAction, 1) || a == OccurrenceID(testJob, due, ErrorAction, 0) {
 			t.Error("OccurrenceID does not tell attempts or actions apart")
 		}
-		if a != OccurrenceID(testJob, due.UTC().Truncate(time.Second), MainAction, 0) {
+		if a != OccurrenceID(testJob, due.UTC(), MainAction, 0) {
 			t.Error("OccurrenceID differs for the same instant in another zone")
+		}
+		if a == OccurrenceID(testJob, due.Add(time.Millisecond), MainAction, 0) {
+			t.Error("two runs now a millisecond apart share an id")
 		}
 	})
 }

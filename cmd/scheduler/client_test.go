@@ -174,8 +174,7 @@ func TestTheClientCommands(t *testing.T) {
 		"action": {"type": "Http", "request": {"uri": %q, "method": "POST"}},
 		"recurrence": {"frequency": "Day", "count": 3}}}`, target.URL+"/ping"))
 	// flaky's action fails, without retries, and its error action runs: one
-	// run leaves two history entries (two runs now in the same second would
-	// be one occurrence).
+	// run leaves two history entries.
 	flakyFile := writeFile(t, dir, "flaky.json", fmt.Sprintf(`{"properties": {"startTime": "2030-01-07T09:00:00Z",
 		"action": {"type": "Http", "request": {"uri": %q, "method": "POST"}, "retryPolicy": {"retryType": "None"},
 			"errorAction": {"type": "Http", "request": {"uri": %q, "method": "POST"}}},

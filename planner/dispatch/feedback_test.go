@@ -149,6 +149,23 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 			t.Errorf("a run's execution is invalid: %v", err)
 		}
 	})
+	t.Run("two runs asked for in the same second are two runs", func(t *testing.T) {
+		first, _ := e.lastExecution(t)
+		e.clock.Set(e.clock.Now().Truncate(time.Second).Add(300 * time.Millisecond))
+		if err := d.followUps.RunNow(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCount(t, 6)
+		e.clock.Set(e.clock.Now().Add(300 * time.Millisecond))
+		if err := d.followUps.RunNow(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCount(t, 7)
+		second, _ := e.lastExecution(t)
+		if second.OccurrenceID == first.OccurrenceID || !strings.Contains(second.OccurrenceKey, ".600Z/MainAction/run/0") {
+			t.Errorf("the second run's execution %s (%s)", second.OccurrenceKey, second.OccurrenceID)
+		}
+	})
 }
 
 // A job whose schedule already ran goes on from the occurrence it reached
