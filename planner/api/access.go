@@ -278,22 +278,17 @@ func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiEr
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		need = RoleReader
 	}
-	var scope Scope
-	allowed := false
-	switch pattern {
-	case routeAllCollections:
+	scope := pathScope(pattern, seg)
+	var allowed bool
+	switch {
+	case pattern == routeAllCollections:
 		// Every principal may list; the listing shows only what it may
 		// read, nothing for a principal that may read nothing.
 		allowed = true
-	case routeSubscriptionCollections, routeSubscriptionUpcoming, routeSubscriptionExecutions:
-		scope = Scope{Subscription: seg[1]}
-		allowed = p.reaches(need, seg[1], "")
-	case routeCollections, routeUpcoming, routeExecutions:
-		scope = Scope{Subscription: seg[1], ResourceGroup: seg[3]}
-		allowed = p.reaches(need, seg[1], seg[3])
+	case scope.Collection == "":
+		allowed = p.reaches(need, scope.Subscription, scope.ResourceGroup)
 	default:
-		ref := contracts.CollectionRef{Subscription: seg[1], ResourceGroup: seg[3], Collection: seg[7]}
-		scope = Scope{Subscription: ref.Subscription, ResourceGroup: ref.ResourceGroup, Collection: ref.Collection}
+		ref := contracts.CollectionRef{Subscription: scope.Subscription, ResourceGroup: scope.ResourceGroup, Collection: scope.Collection}
 		allowed = p.roleAt(ref) >= need
 	}
 	if allowed {
@@ -301,6 +296,22 @@ func (s *Server) authorize(r *http.Request, pattern string, seg []string) *apiEr
 	}
 	return newError(http.StatusForbidden, codeAuthorizationFailed, fmt.Sprintf(
 		"the bearer token does not allow %s on %s: that needs the role %s (or above) there", r.Method, scope, need))
+}
+
+// pathScope returns the part of the resource tree the path of a route of
+// pattern names (seg are its unescaped segments): everything for the
+// listing of every collection, a subscription or a resource group for the
+// listings at those levels, else the collection the path goes through.
+func pathScope(pattern string, seg []string) Scope {
+	switch pattern {
+	case routeAllCollections:
+		return Scope{}
+	case routeSubscriptionCollections, routeSubscriptionUpcoming, routeSubscriptionExecutions:
+		return Scope{Subscription: seg[1]}
+	case routeCollections, routeUpcoming, routeExecutions:
+		return Scope{Subscription: seg[1], ResourceGroup: seg[3]}
+	}
+	return Scope{Subscription: seg[1], ResourceGroup: seg[3], Collection: seg[7]}
 }
 
 // visibleCollections keeps the collections the request's principal may

@@ -37,20 +37,6 @@ type ExecutionCountsResult struct {
 	PerMinute []MinuteExecutions `json:"perMinute"`
 }
 
-// executionsScope returns the scope the executionCounts route of pattern
-// counts, and false for another route.
-func executionsScope(pattern string, seg []string) (Scope, bool) {
-	switch pattern {
-	case routeSubscriptionExecutions:
-		return Scope{Subscription: seg[1]}, true
-	case routeExecutions:
-		return Scope{Subscription: seg[1], ResourceGroup: seg[3]}, true
-	case routeCollectionExecutions:
-		return Scope{Subscription: seg[1], ResourceGroup: seg[3], Collection: seg[7]}, true
-	}
-	return Scope{}, false
-}
-
 // parseExecutionMinutes reads the query parameter minutes: 1 to 1440, 60
 // when absent.
 func parseExecutionMinutes(q url.Values) (int, *apiError) {

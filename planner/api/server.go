@@ -238,15 +238,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 	if pattern == routeAllCollections {
 		return s.only(r, http.MethodGet, func() *apiError { return s.listCollections(w, r, "", "") })
 	}
-	if scope, ok := upcomingScope(pattern, seg); ok {
+	switch pattern {
+	case routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming, routeJobUpcoming:
 		job := ""
 		if pattern == routeJobUpcoming {
 			job = seg[9]
 		}
-		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, scope, job) })
-	}
-	if scope, ok := executionsScope(pattern, seg); ok {
-		return s.only(r, http.MethodGet, func() *apiError { return s.countExecutions(w, r, scope) })
+		return s.only(r, http.MethodGet, func() *apiError { return s.listUpcoming(w, r, pathScope(pattern, seg), job) })
+	case routeSubscriptionExecutions, routeExecutions, routeCollectionExecutions:
+		return s.only(r, http.MethodGet, func() *apiError { return s.countExecutions(w, r, pathScope(pattern, seg)) })
 	}
 	sub := seg[1]
 	if pattern == routeSubscriptionCollections {

@@ -93,20 +93,6 @@ type UpcomingResult struct {
 	PerMinute []MinuteCount `json:"perMinute,omitempty"`
 }
 
-// upcomingScope returns the scope the upcoming route of pattern lists, and
-// false for another route.
-func upcomingScope(pattern string, seg []string) (Scope, bool) {
-	switch pattern {
-	case routeSubscriptionUpcoming:
-		return Scope{Subscription: seg[1]}, true
-	case routeUpcoming:
-		return Scope{Subscription: seg[1], ResourceGroup: seg[3]}, true
-	case routeCollectionUpcoming, routeJobUpcoming:
-		return Scope{Subscription: seg[1], ResourceGroup: seg[3], Collection: seg[7]}, true
-	}
-	return Scope{}, false
-}
-
 // upcomingQuery is a parsed query of GET …/upcoming.
 type upcomingQuery struct {
 	window    time.Duration
