@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -20,8 +19,6 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-
-	"github.com/jobscheduler/scheduler/internal/seal"
 )
 
 // Signing in through the OpenID Connect provider is the authorization-code
@@ -373,49 +370,28 @@ func safeNext(next string) string {
 	return (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}).String()
 }
 
-// flowCookieName is the flow cookie's name on r's connection.
-func flowCookieName(r *http.Request) string {
-	if r.TLS != nil {
-		return secureFlowCookie
-	}
-	return flowCookie
-}
+// flowCookieSpec is the cookie of a sign-in under way. It is
+// SameSite=Lax, unlike the session's: the provider's redirect back is a
+// navigation from its site, which a Strict cookie would not be sent with.
+var flowCookieSpec = sealedCookie{plain: flowCookie, secure: secureFlowCookie, aad: flowAAD, sameSite: http.SameSiteLaxMode}
 
-// writeFlow sets the flow's cookie. It is SameSite=Lax, unlike the
-// session's: the provider's redirect back is a navigation from its site,
-// which a Strict cookie would not be sent with.
+// writeFlow sets the flow's cookie.
 func (c *Console) writeFlow(w http.ResponseWriter, r *http.Request, flow oidcFlow) {
-	raw, _ := json.Marshal(flow)
-	sealed := c.sessions.sealer.Seal(raw, flowAAD)
-	http.SetCookie(w, &http.Cookie{
-		Name: flowCookieName(r), Value: sealed[len(seal.Prefix):], Path: "/", MaxAge: int(flowLifetime / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode,
-	})
+	flowCookieSpec.set(w, r, c.sessions.sealer, flow, http.Cookie{MaxAge: int(flowLifetime / time.Second)})
 }
 
 // readFlow returns the sign-in under way in r's browser; false when there
 // is none, or one that does not open or has expired.
 func (c *Console) readFlow(r *http.Request) (oidcFlow, bool) {
-	ck, err := r.Cookie(flowCookieName(r))
-	if err != nil {
-		return oidcFlow{}, false
-	}
-	raw, err := c.sessions.sealer.Open(seal.Prefix+ck.Value, flowAAD)
-	if err != nil {
-		return oidcFlow{}, false
-	}
 	var flow oidcFlow
-	if json.Unmarshal(raw, &flow) != nil || flow.State == "" || flow.Verifier == "" || c.cfg.Now().Unix() >= flow.Expires {
+	if !flowCookieSpec.open(r, c.sessions.sealer, &flow) || flow.State == "" || flow.Verifier == "" || c.cfg.Now().Unix() >= flow.Expires {
 		return oidcFlow{}, false
 	}
 	return flow, true
 }
 
 // clearFlow removes the flow's cookie: a sign-in's answer is taken once.
-func clearFlow(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: flowCookieName(r), Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
-}
+func clearFlow(w http.ResponseWriter, r *http.Request) { flowCookieSpec.clear(w, r) }
 
 // randomValue returns 32 random bytes, base64url.
 func randomValue() string {

@@ -61,27 +61,60 @@ func (s *sessions) fresh(token string) session {
 	return session{Token: token, CSRF: base64.RawURLEncoding.EncodeToString(b), Expires: s.now().Add(SessionLifetime).Unix()}
 }
 
-// cookieName is the session cookie's name on r's connection.
-func cookieName(r *http.Request) string {
+// sealedCookie is a cookie holding a JSON value sealed with the console's
+// key: the session, a sign-in under way at the provider.
+type sealedCookie struct {
+	// plain and secure name it over HTTP and over TLS (where the __Host-
+	// prefix pins it to this host and path "/").
+	plain, secure string
+	// aad binds its sealed values to their use.
+	aad      string
+	sameSite http.SameSite
+}
+
+var sessionCookieSpec = sealedCookie{plain: sessionCookie, secure: secureSessionCookie, aad: sessionAAD, sameSite: http.SameSiteStrictMode}
+
+// name is the cookie's name on r's connection.
+func (k sealedCookie) name(r *http.Request) string {
 	if r.TLS != nil {
-		return secureSessionCookie
+		return k.secure
 	}
-	return sessionCookie
+	return k.plain
+}
+
+// open reads r's cookie into v; false when it has none, or one that does
+// not open or decode.
+func (k sealedCookie) open(r *http.Request, s *seal.Sealer, v any) bool {
+	c, err := r.Cookie(k.name(r))
+	if err != nil {
+		return false
+	}
+	raw, err := s.Open(seal.Prefix+c.Value, k.aad)
+	return err == nil && json.Unmarshal(raw, v) == nil
+}
+
+// set writes v sealed into the cookie, HttpOnly, Secure over TLS; lifetime
+// sets its Expires or MaxAge.
+func (k sealedCookie) set(w http.ResponseWriter, r *http.Request, s *seal.Sealer, v any, lifetime http.Cookie) {
+	raw, _ := json.Marshal(v)
+	sealed := s.Seal(raw, k.aad)
+	http.SetCookie(w, &http.Cookie{
+		Name: k.name(r), Value: sealed[len(seal.Prefix):], Path: "/", Expires: lifetime.Expires, MaxAge: lifetime.MaxAge,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: k.sameSite,
+	})
+}
+
+// clear removes the cookie.
+func (k sealedCookie) clear(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: k.name(r), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: k.sameSite})
 }
 
 // read returns r's session; false when it has none, or one that does not
 // open or has expired.
 func (s *sessions) read(r *http.Request) (session, bool) {
-	c, err := r.Cookie(cookieName(r))
-	if err != nil {
-		return session{}, false
-	}
-	raw, err := s.sealer.Open(seal.Prefix+c.Value, sessionAAD)
-	if err != nil {
-		return session{}, false
-	}
 	var sess session
-	if json.Unmarshal(raw, &sess) != nil || sess.CSRF == "" || s.now().Unix() >= sess.Expires {
+	if !sessionCookieSpec.open(r, s.sealer, &sess) || sess.CSRF == "" || s.now().Unix() >= sess.Expires {
 		return session{}, false
 	}
 	return sess, true
@@ -90,19 +123,11 @@ func (s *sessions) read(r *http.Request) (session, bool) {
 // write sets the cookie of sess: HttpOnly, SameSite=Strict, and Secure
 // over TLS.
 func (s *sessions) write(w http.ResponseWriter, r *http.Request, sess session) {
-	raw, _ := json.Marshal(sess)
-	sealed := s.sealer.Seal(raw, sessionAAD)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName(r), Value: sealed[len(seal.Prefix):], Path: "/",
-		Expires: time.Unix(sess.Expires, 0), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
-	})
+	sessionCookieSpec.set(w, r, s.sealer, sess, http.Cookie{Expires: time.Unix(sess.Expires, 0)})
 }
 
-// clear removes the session cookie.
-func clearSession(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-}
+// clearSession removes the session cookie.
+func clearSession(w http.ResponseWriter, r *http.Request) { sessionCookieSpec.clear(w, r) }
 
 // csrfMatches reports whether a form's value is the session's.
 func csrfMatches(sess session, value string) bool {
