@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -632,45 +633,117 @@ func TestCollectionQuotaCannotDropBelowItsJobs(t *testing.T) {
 	})
 }
 
-// A job created while its collection's quota is lowered is checked again
-// against the lowered quota, and deleted again when over it.
-func TestAJobCreatedWhileTheQuotaIsLoweredIsCheckedAgain(t *testing.T) {
+// A quota made stricter while a job is being created under the old one
+// counts that job: the change is written before the jobs are counted, and
+// taken back when they do not fit. The job stays, created under the quota
+// that held when it was written.
+func TestAQuotaLoweredWhileAJobIsCreatedCountsIt(t *testing.T) {
 	t.Parallel()
-	lowering := &quotaLoweredMeanwhile{}
+	meanwhile := &jobCreatedMeanwhile{}
 	b := setupWith(t, testkit.NATS(t), Config{}, func(b *bundle) {
-		lowering.Store = b.store
-		b.api.store = jobStore{st: lowering}
+		meanwhile.Store = b.store
+		b.api.store = jobStore{st: meanwhile}
+	})
+	everyMinute := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+		"recurrence": {"frequency": "Minute", "interval": 1}}}`
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", `{"properties": {"sku": {"name": "Standard"}, "quota": {"maxJobCount": 3}}}`)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/a", everyMinute)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/b", everyMinute)
+	stored := string(b.mustDo(t, http.StatusOK, "GET", base+"/jc", "").body)
+	ref := contracts.JobRef{Subscription: "sub1", ResourceGroup: "rg1", Collection: "jc", Job: "c"}
+	one := 1
+	props := contracts.JobProperties{
+		Action:     &contracts.JobAction{Type: contracts.ActionHTTP, Request: &contracts.HTTPRequest{URI: "https://example.com", Method: "GET"}},
+		Recurrence: &contracts.Recurrence{Frequency: contracts.FrequencyMinute, Interval: &one},
+		State:      contracts.JobStateEnabled,
+	}
+
+	meanwhile.job.Store(&store.Job{Ref: ref, Properties: props})
+	r := b.mustDo(t, http.StatusConflict, "PATCH", base+"/jc", `{"properties": {"quota": {"maxJobCount": 2}}}`)
+	if r.errorCode(t) != codeQuotaExceeded || !strings.Contains(string(r.body), "holds 3 jobs, more than the 2") {
+		t.Fatalf("PATCH: %s", r.body)
+	}
+	if now := string(b.mustDo(t, http.StatusOK, "GET", base+"/jc", "").body); now != stored {
+		t.Errorf("the quota was not put back:\n%s\nwas\n%s", now, stored)
+	}
+	b.mustDo(t, http.StatusOK, "GET", base+"/jc/jobs/c", "")
+
+	ref.Job = "d"
+	b.mustDo(t, http.StatusOK, "DELETE", base+"/jc/jobs/c", "")
+	meanwhile.job.Store(&store.Job{Ref: ref, Properties: props})
+	r = b.mustDo(t, http.StatusConflict, "PATCH", base+"/jc", `{"properties": {"quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}`)
+	if r.errorCode(t) != codeQuotaExceeded {
+		t.Fatalf("PATCH: %s", r.body)
+	}
+	if now := string(b.mustDo(t, http.StatusOK, "GET", base+"/jc", "").body); now != stored {
+		t.Errorf("the quota was not put back:\n%s\nwas\n%s", now, stored)
+	}
+}
+
+// jobCreatedMeanwhile creates the job set in job just before the next
+// change of a collection is written, after the change read the collection:
+// as another request creating it at that moment would.
+type jobCreatedMeanwhile struct {
+	*store.Store
+	job atomic.Pointer[store.Job]
+}
+
+func (m *jobCreatedMeanwhile) PutCollection(ctx context.Context, c store.Collection, expected uint64) (store.Collection, error) {
+	if j := m.job.Swap(nil); j != nil && expected != 0 {
+		if _, err := m.Store.CreateJobIn(ctx, *j, store.Admission{CollectionRevision: expected}); err != nil {
+			return store.Collection{}, err
+		}
+	}
+	return m.Store.PutCollection(ctx, c, expected)
+}
+
+// A job whose creator read its collection before the collection changed is
+// not kept as read: the create is drafted again against the collection as
+// it is, here with a quota it no longer fits in.
+func TestAJobDraftedBeforeTheQuotaWasLoweredIsDraftedAgain(t *testing.T) {
+	t.Parallel()
+	stale := &collectionChangedMeanwhile{}
+	b := setupWith(t, testkit.NATS(t), Config{}, func(b *bundle) {
+		stale.Store = b.store
+		b.api.store = jobStore{st: stale}
 	})
 	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", `{"properties": {"sku": {"name": "Standard"}}}`)
 	everyMinute := `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
 		"recurrence": {"frequency": "Minute", "interval": 1}}}`
-	lowering.to.Store(&contracts.JobCollectionQuota{MaxRecurrence: &contracts.JobMaxRecurrence{Frequency: contracts.FrequencyHour}})
+	stale.to.Store(&contracts.JobCollectionQuota{MaxRecurrence: &contracts.JobMaxRecurrence{Frequency: contracts.FrequencyHour}})
 	r := b.mustDo(t, http.StatusConflict, "PUT", base+"/jc/jobs/often", everyMinute)
-	if r.errorCode(t) != codeQuotaExceeded {
-		t.Fatalf("code: %s", r.body)
+	if r.errorCode(t) != codeQuotaExceeded || !strings.Contains(string(r.body), "maxRecurrence") {
+		t.Fatalf("PUT: %s", r.body)
 	}
 	b.mustDo(t, http.StatusNotFound, "GET", base+"/jc/jobs/often", "")
+	if stale.refused.Load() != 1 {
+		t.Errorf("%d creates were refused for a changed collection, want 1", stale.refused.Load())
+	}
 }
 
-// quotaLoweredMeanwhile lowers the collection's quota to the one set in to
-// as a job is created, after the create read the collection: as another
-// request lowering it at that moment would.
-type quotaLoweredMeanwhile struct {
+// collectionChangedMeanwhile sets the collection's quota to the one in to
+// just before a job is created, after the create read the collection: as
+// another request changing it at that moment would.
+type collectionChangedMeanwhile struct {
 	*store.Store
-	to atomic.Pointer[contracts.JobCollectionQuota]
+	to      atomic.Pointer[contracts.JobCollectionQuota]
+	refused atomic.Int32
 }
 
-func (q *quotaLoweredMeanwhile) CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error) {
-	saved, err := q.Store.CreateJob(ctx, j, maxJobs)
-	if quota := q.to.Swap(nil); err == nil && quota != nil {
+func (q *collectionChangedMeanwhile) CreateJobIn(ctx context.Context, j store.Job, a store.Admission) (store.Job, error) {
+	if quota := q.to.Swap(nil); quota != nil {
 		c, err := q.Store.GetCollection(ctx, j.Ref.CollectionRef())
 		if err != nil {
-			return saved, err
+			return store.Job{}, err
 		}
 		c.Properties.Quota = quota
 		if _, err := q.Store.PutCollection(ctx, c, c.Revision); err != nil {
-			return saved, err
+			return store.Job{}, err
 		}
+	}
+	saved, err := q.Store.CreateJobIn(ctx, j, a)
+	if errors.Is(err, store.ErrConflict) {
+		q.refused.Add(1)
 	}
 	return saved, err
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner/store"
@@ -200,9 +203,6 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		if e := s.checkCeilings(ctx, ref, &existing.Properties, *def.Properties); e != nil {
 			return e
 		}
-		if e := s.checkNewQuota(ctx, existing, *def.Properties); e != nil {
-			return e
-		}
 		c := existing
 		c.Location, c.Tags, c.Properties, c.Updated = def.Location, def.Tags, *def.Properties, now
 		saved, err := s.store.PutCollection(ctx, c, existing.Revision)
@@ -211,6 +211,10 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 		}
 		if err != nil {
 			return storeError(err, collectionWhat(ref))
+		}
+		if e := s.checkNewQuota(ctx, existing, saved.Properties); e != nil {
+			s.restoreQuota(ctx, existing, saved)
+			return e
 		}
 		s.audit(ctx, "job collection updated", slog.String("collection", collectionID(ref)))
 		writeJSON(w, http.StatusOK, renderCollection(saved))
@@ -223,9 +227,11 @@ func (s *Server) saveCollection(w http.ResponseWriter, r *http.Request, ref cont
 // maxJobCount, or a job that recurs more often than its new maxRecurrence
 // (Completed and Faulted jobs do not run again, but they count). Only a
 // quota made stricter is checked, so a collection over its quota can still
-// be changed otherwise. The jobs are listed after the collection was read
-// at the revision the change is written at: a job created in between
-// changes that revision, and the change is then tried again.
+// be changed otherwise. It is called once the change is written, so that
+// the jobs it lists include every job created under the old quota: a job
+// created after the change was written finds the collection changed since
+// its creator read it, and is checked against the new quota (see
+// store.Admission). A refused change is then undone (restoreQuota).
 func (s *Server) checkNewQuota(ctx context.Context, existing store.Collection, updated contracts.JobCollectionProperties) *apiError {
 	oldMaxJobs, oldMaxRecurrence := effectiveQuota(existing.Properties)
 	maxJobs, maxRecurrence := effectiveQuota(updated)
@@ -253,6 +259,42 @@ func (s *Server) checkNewQuota(ctx context.Context, existing store.Collection, u
 		}
 	}
 	return nil
+}
+
+// restoreQuotaAttempts bounds how often restoreQuota tries again when the
+// collection changed meanwhile.
+const restoreQuotaAttempts = 5
+
+// restoreQuota puts back the plan and quota of old, after a stricter one
+// (written, as in saved) was refused by checkNewQuota. Other changes made
+// meanwhile are kept; a plan or quota changed again meanwhile is left as
+// it is, as that change is checked by its own request. Creates refused in
+// between were refused by a quota that held for that moment.
+func (s *Server) restoreQuota(ctx context.Context, old, saved store.Collection) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for range restoreQuotaAttempts {
+		cur, err := s.store.GetCollection(ctx, old.Ref)
+		if err != nil || !sameQuota(cur.Properties, saved.Properties) {
+			return
+		}
+		cur.Properties.Sku, cur.Properties.Quota = old.Properties.Sku, old.Properties.Quota
+		_, err = s.store.PutCollection(ctx, cur, cur.Revision)
+		if !errors.Is(err, store.ErrConflict) {
+			if err != nil {
+				s.cfg.Logger.Error("putting back the quota of a job collection after refusing a stricter one",
+					slog.String("collection", collectionID(old.Ref)), slog.String("error", err.Error()))
+			}
+			return
+		}
+	}
+}
+
+// sameQuota reports whether two collections' plans and quotas are the same.
+func sameQuota(a, b contracts.JobCollectionProperties) bool {
+	ja, _ := json.Marshal([]any{a.Sku, a.Quota})
+	jb, _ := json.Marshal([]any{b.Sku, b.Quota})
+	return bytes.Equal(ja, jb)
 }
 
 func (s *Server) patchCollection(w http.ResponseWriter, r *http.Request, ref contracts.CollectionRef) *apiError {

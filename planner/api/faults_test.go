@@ -288,11 +288,11 @@ func (l *lostAnswers) lost(err error) error {
 	return err
 }
 
-func (l *lostAnswers) CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error) {
+func (l *lostAnswers) CreateJobIn(ctx context.Context, j store.Job, a store.Admission) (store.Job, error) {
 	if l.unranked.Load() && l.lose.Load() > 0 {
 		return store.Job{}, l.lost(l.ImportJobs(ctx, []store.Job{j}))
 	}
-	saved, err := l.Store.CreateJob(ctx, j, maxJobs)
+	saved, err := l.Store.CreateJobIn(ctx, j, a)
 	return saved, l.lost(err)
 }
 

@@ -180,7 +180,9 @@ type jobDraft struct {
 	job store.Job
 	// existing is the job it replaces, nil for a new one.
 	existing *store.Job
-	// maxJobs is the collection's quota of jobs.
+	// collection is the revision of the collection record read, and
+	// maxJobs its quota of jobs.
+	collection    uint64
 	maxJobs       int
 	maxRecurrence time.Duration
 }
@@ -188,19 +190,30 @@ type jobDraft struct {
 // draftJob reads the job's collection and the job it replaces, and builds
 // the job with the properties build returns, refusing a change of a final
 // job and a recurrence over the collection's quota. Nothing is written.
+//
+// asNew drafts a new job without reading the job, and reads the collection
+// as the store last saw it (store.Store.CollectionForCreate): for a create
+// that is tried before anything else, as the store refuses it when the job
+// exists or the collection changed since (and it is then drafted again).
 func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
-	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError)) (jobDraft, *apiError) {
+	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError), asNew bool) (jobDraft, *apiError) {
 	now := s.cfg.Now().Truncate(time.Second).UTC()
-	coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
+	read := s.store.GetCollection
+	if asNew {
+		read = s.store.CollectionForCreate
+	}
+	coll, err := read(ctx, ref.CollectionRef())
 	if err != nil {
 		return jobDraft{}, storeError(err, collectionWhat(ref.CollectionRef()))
 	}
 	var existing *store.Job
-	switch j, err := s.store.GetJob(ctx, ref); {
-	case err == nil:
-		existing = &j
-	case !errors.Is(err, store.ErrNotFound):
-		return jobDraft{}, storeError(err, jobWhat(ref))
+	if !asNew {
+		switch j, err := s.store.GetJob(ctx, ref); {
+		case err == nil:
+			existing = &j
+		case !errors.Is(err, store.ErrNotFound):
+			return jobDraft{}, storeError(err, jobWhat(ref))
+		}
 	}
 	if existing != nil && final(existing.Properties.State) {
 		return jobDraft{}, newError(http.StatusConflict, codeConflict, fmt.Sprintf(
@@ -221,13 +234,18 @@ func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
 			job.Anchored = now
 		}
 	}
-	d := jobDraft{job: job, existing: existing}
+	d := jobDraft{job: job, existing: existing, collection: coll.Revision}
 	d.maxJobs, d.maxRecurrence = effectiveQuota(coll.Properties)
 	if e := checkRecurrenceQuota(&d.job.Properties, d.job.Anchored, d.maxRecurrence); e != nil {
 		return jobDraft{}, e
 	}
 	return d, nil
 }
+
+// saveAttempts bounds how often saveJob drafts a job again: after the
+// first try of a PUT as a new job, and after a conflict with another
+// request.
+const saveAttempts = 4
 
 // saveJob creates or replaces a job with the properties build returns,
 // enforcing the collection's quotas and the final states, and retrying when
@@ -236,11 +254,13 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 	build func(now time.Time, existing *store.Job) (contracts.JobProperties, *apiError), mayCreate bool) *apiError {
 	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
-		d, e := s.draftJob(ctx, ref, build)
+		// A PUT first tries the job as new, which spares reading it (and
+		// the collection) when it is.
+		d, e := s.draftJob(ctx, ref, build, mayCreate && attempt == 0)
 		if e != nil {
 			return e
 		}
-		job, existing, maxJobs, maxRecurrence := d.job, d.existing, d.maxJobs, d.maxRecurrence
+		job, existing := d.job, d.existing
 		var err error
 		var saved store.Job
 		status := http.StatusOK
@@ -248,21 +268,19 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 		case existing == nil && !mayCreate:
 			return storeError(store.ErrNotFound, jobWhat(ref))
 		case existing == nil:
-			saved, err = s.store.CreateJob(ctx, job, maxJobs)
+			// Kept only if the collection is still as read: its quota, and
+			// not being deleted (ErrConflict otherwise, and the draft is
+			// made again).
+			saved, err = s.store.CreateJobIn(ctx, job, store.Admission{CollectionRevision: d.collection, MaxJobs: d.maxJobs})
 			status = http.StatusCreated
 		default:
 			saved, err = s.store.UpdateJob(ctx, job, existing.Revision)
 		}
-		if (errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict)) && attempt < 3 {
+		if (errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict)) && attempt < saveAttempts {
 			continue
 		}
 		if err != nil {
 			return storeError(err, jobWhat(ref))
-		}
-		if existing == nil {
-			if e := s.recheckQuota(ctx, saved, maxJobs, maxRecurrence); e != nil {
-				return e
-			}
 		}
 		event := "job updated"
 		if existing == nil {
@@ -272,44 +290,6 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 		writeJSON(w, status, s.renderJob(ctx, saved))
 		return nil
 	}
-}
-
-// recheckQuota checks a job just created against its collection's quota
-// as it is now, when the collection changed it since it was read: a
-// collection whose quota was lowered at the same moment lists its jobs
-// before it is written, and a job created meanwhile may not be among them
-// (its create confirms against the newest collection record). A job over
-// the new quota is deleted again and refused. When the collection cannot
-// be read again, the job stays, as created under the quota read before.
-func (s *Server) recheckQuota(ctx context.Context, j store.Job, maxJobs int, maxRecurrence time.Duration) *apiError {
-	coll, err := s.store.GetCollection(ctx, j.Ref.CollectionRef())
-	if err != nil {
-		s.cfg.Logger.Warn("reading the collection again after creating a job", slog.String("job", j.Ref.Key()), slog.String("error", err.Error()))
-		return nil
-	}
-	newMaxJobs, newMaxRecurrence := effectiveQuota(coll.Properties)
-	var refused *apiError
-	if newMaxRecurrence > maxRecurrence {
-		refused = checkRecurrenceQuota(&j.Properties, j.Anchored, newMaxRecurrence)
-	}
-	if refused == nil && newMaxJobs < maxJobs {
-		n, err := s.store.CountJobs(ctx, j.Ref.CollectionRef())
-		if err != nil {
-			s.cfg.Logger.Warn("counting the jobs again after creating one", slog.String("job", j.Ref.Key()), slog.String("error", err.Error()))
-			return nil
-		}
-		if n > newMaxJobs {
-			refused = newError(http.StatusConflict, codeQuotaExceeded, fmt.Sprintf(
-				"%s cannot be created: the job collection holds %d jobs with it, over its quota of %d (quota.maxJobCount)", jobWhat(j.Ref), n, newMaxJobs))
-		}
-	}
-	if refused == nil {
-		return nil
-	}
-	if err := s.store.DeleteJob(ctx, j.Ref); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return storeError(err, jobWhat(j.Ref))
-	}
-	return refused
 }
 
 // reanchors reports whether a change restarts a job's schedule from now: a

@@ -67,7 +67,7 @@ func (s *Server) previewDraft(w http.ResponseWriter, r *http.Request, ref contra
 		return e
 	}
 	ctx := r.Context()
-	d, e := s.draftJob(ctx, ref, fromDefinition(data))
+	d, e := s.draftJob(ctx, ref, fromDefinition(data), false)
 	if e != nil {
 		return e
 	}

@@ -78,29 +78,24 @@ func recurrenceSpan(f contracts.Frequency, interval int) time.Duration {
 // gap: enough to cover every period shape of a schedule.
 const gapSample = 2000
 
-// checkRecurrenceQuota rejects a job whose shortest gap between two
-// consecutive occurrences is shorter than the collection's maxRecurrence.
-// Gaps are wall-clock time in the job's zone, so a daily job is a day apart
-// across a daylight-saving change; the immediate first run of a job without
-// a start time does not count.
-func checkRecurrenceQuota(p *contracts.JobProperties, anchor time.Time, maxRecurrence time.Duration) *apiError {
-	if p.Recurrence == nil || maxRecurrence <= 0 {
-		return nil
-	}
+// shortestGap returns the shortest wall-clock gap between two consecutive
+// occurrences among the first gapSample of the job's schedule, after its
+// first; the largest duration when there is none.
+func shortestGap(p *contracts.JobProperties, anchor time.Time) (time.Duration, error) {
+	shortest := time.Duration(1<<63 - 1)
 	s, err := planner.NewSchedule(p, anchor)
 	if err != nil {
-		return newError(http.StatusBadRequest, codeBadRequest, err.Error())
+		return shortest, err
 	}
 	first, ok := s.First()
 	if !ok {
-		return nil
+		return shortest, nil
 	}
 	prev, ok := s.Next(first)
 	if !ok || s.Count() == 1 {
-		return nil
+		return shortest, nil
 	}
 	loc := s.Location()
-	shortest := time.Duration(1<<63 - 1)
 	for range gapSample {
 		next, ok := s.Next(prev)
 		if !ok {
@@ -110,6 +105,41 @@ func checkRecurrenceQuota(p *contracts.JobProperties, anchor time.Time, maxRecur
 		_, after := next.In(loc).Zone()
 		shortest = min(shortest, next.Sub(prev)+time.Duration(after-before)*time.Second)
 		prev = next
+	}
+	return shortest, nil
+}
+
+// maxZoneShift bounds how far a change of a zone's offset moves a
+// wall-clock gap (daylight saving moves it by an hour, a few zones by two).
+const maxZoneShift = 2 * time.Hour
+
+// shortestGapAtLeast returns a bound under the shortest gap of a recurrence
+// without a schedule, which repeats every interval units (a month at least
+// 28 days, a year 365) less a change of zone offset; 0 for one with a
+// schedule, whose hours, minutes and days can bring occurrences closer.
+// It spares checkRecurrenceQuota computing occurrences for most jobs.
+func shortestGapAtLeast(r *contracts.Recurrence) time.Duration {
+	if s := r.Schedule; s != nil && (s.WeekDays != nil || s.Hours != nil || s.Minutes != nil || s.MonthDays != nil || s.MonthlyOccurrences != nil) {
+		return 0
+	}
+	return recurrenceSpan(r.Frequency, r.IntervalOrDefault()) - maxZoneShift
+}
+
+// checkRecurrenceQuota rejects a job whose shortest gap between two
+// consecutive occurrences is shorter than the collection's maxRecurrence.
+// Gaps are wall-clock time in the job's zone, so a daily job is a day apart
+// across a daylight-saving change; the immediate first run of a job without
+// a start time does not count.
+func checkRecurrenceQuota(p *contracts.JobProperties, anchor time.Time, maxRecurrence time.Duration) *apiError {
+	if p.Recurrence == nil || maxRecurrence <= 0 {
+		return nil
+	}
+	if shortestGapAtLeast(p.Recurrence) >= maxRecurrence {
+		return nil
+	}
+	shortest, err := shortestGap(p, anchor)
+	if err != nil {
+		return newError(http.StatusBadRequest, codeBadRequest, err.Error())
 	}
 	if shortest < maxRecurrence {
 		return newError(http.StatusConflict, codeQuotaExceeded, fmt.Sprintf(

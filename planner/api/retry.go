@@ -99,11 +99,12 @@ func retry[T any](ctx context.Context, attempt time.Duration, retryable func(err
 type storeAPI interface {
 	GetJob(ctx context.Context, ref contracts.JobRef) (store.Job, error)
 	GetCollection(ctx context.Context, ref contracts.CollectionRef) (store.Collection, error)
+	CollectionForCreate(ctx context.Context, ref contracts.CollectionRef) (store.Collection, error)
 	ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error)
 	ListSealedJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error)
 	CountJobs(ctx context.Context, ref contracts.CollectionRef) (int, error)
 	ListCollections(ctx context.Context, subscription, resourceGroup string) ([]store.Collection, error)
-	CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error)
+	CreateJobIn(ctx context.Context, j store.Job, a store.Admission) (store.Job, error)
 	UpdateJob(ctx context.Context, j store.Job, expected uint64) (store.Job, error)
 	DeleteJob(ctx context.Context, ref contracts.JobRef) error
 	PutCollection(ctx context.Context, c store.Collection, expected uint64) (store.Collection, error)
@@ -138,6 +139,11 @@ func (s jobStore) GetCollection(ctx context.Context, ref contracts.CollectionRef
 	return c, err
 }
 
+func (s jobStore) CollectionForCreate(ctx context.Context, ref contracts.CollectionRef) (store.Collection, error) {
+	c, _, err := point(ctx, func(ctx context.Context) (store.Collection, error) { return s.st.CollectionForCreate(ctx, ref) })
+	return c, err
+}
+
 func (s jobStore) ListJobs(ctx context.Context, ref contracts.CollectionRef) ([]store.Job, error) {
 	return bulk(ctx, func(ctx context.Context) ([]store.Job, error) { return s.st.ListJobs(ctx, ref) })
 }
@@ -160,9 +166,9 @@ func (s jobStore) ListCollections(ctx context.Context, subscription, resourceGro
 // finds a job of that name, the job found is the one an earlier attempt
 // wrote if it is j exactly (the same names, times and properties): it is
 // then returned as created, once its collection is found still there and
-// within maxJobs, which the lost attempt may not have confirmed.
-func (s jobStore) CreateJob(ctx context.Context, j store.Job, maxJobs int) (store.Job, error) {
-	saved, faulted, err := retry(ctx, bulkAttempt, transient.Is, func(ctx context.Context) (store.Job, error) { return s.st.CreateJob(ctx, j, maxJobs) })
+// within a.MaxJobs, which the lost attempt may not have confirmed.
+func (s jobStore) CreateJobIn(ctx context.Context, j store.Job, a store.Admission) (store.Job, error) {
+	saved, faulted, err := retry(ctx, bulkAttempt, transient.Is, func(ctx context.Context) (store.Job, error) { return s.st.CreateJobIn(ctx, j, a) })
 	if !faulted || !errors.Is(err, store.ErrExists) {
 		return saved, err
 	}
@@ -173,10 +179,10 @@ func (s jobStore) CreateJob(ctx context.Context, j store.Job, maxJobs int) (stor
 	if _, err := s.GetCollection(ctx, j.Ref.CollectionRef()); err != nil {
 		return store.Job{}, s.undoRecovered(ctx, found, err)
 	}
-	if maxJobs > 0 {
+	if a.MaxJobs > 0 {
 		n, err := s.CountJobs(ctx, j.Ref.CollectionRef())
-		if err == nil && n > maxJobs {
-			err = fmt.Errorf("creating job %s: the collection holds %d jobs, over its limit of %d: %w", j.Ref.KVKey(), n, maxJobs, store.ErrQuotaExceeded)
+		if err == nil && n > a.MaxJobs {
+			err = fmt.Errorf("creating job %s: the collection holds %d jobs, over its limit of %d: %w", j.Ref.KVKey(), n, a.MaxJobs, store.ErrQuotaExceeded)
 		}
 		if err != nil {
 			return store.Job{}, s.undoRecovered(ctx, found, err)

@@ -37,6 +37,9 @@ type Dispatcher struct {
 	cfg       Config
 
 	kick chan struct{}
+	// sleepUntil is when the loop, asleep, looks at the timer next (unix
+	// ns of Config.Now); 0 while it is not asleep.
+	sleepUntil atomic.Int64
 	// progressAt is when the loop last finished a round without a failure
 	// (unix ns of the real clock), lastErr the failure of the last round.
 	progressAt atomic.Int64
@@ -60,6 +63,16 @@ func (d *Dispatcher) Wake() {
 	select {
 	case d.kick <- struct{}{}:
 	default:
+	}
+}
+
+// WakeFor wakes the dispatcher for an entry scheduled at due, unless it
+// looks at the timer by then anyway: scheduling many jobs due later costs
+// no rounds of claims.
+func (d *Dispatcher) WakeFor(due time.Time) {
+	until := d.sleepUntil.Load()
+	if until == 0 || due.Add(-d.cfg.Lookahead).UnixNano() < until {
+		d.Wake()
 	}
 }
 
@@ -114,6 +127,8 @@ func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
 	if wait <= 0 {
 		return
 	}
+	d.sleepUntil.Store(d.cfg.Now().Add(wait).UnixNano())
+	defer d.sleepUntil.Store(0)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

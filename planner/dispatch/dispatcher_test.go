@@ -411,3 +411,33 @@ func TestScheduledReportsTheTimersEntry(t *testing.T) {
 		t.Errorf("a job the timer does not hold: ok %v, err %v", ok, err)
 	}
 }
+
+// Jobs scheduled for later than the dispatcher's next look at the timer do
+// not wake it; one due before that does, and so does any while it is not
+// asleep.
+func TestWakeForWakesOnlyForWhatIsDueSooner(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	d := newDispatcher(nil, nil, nil, nil, Config{Lookahead: 500 * time.Millisecond, Now: func() time.Time { return now }})
+	woken := func() bool {
+		select {
+		case <-d.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	d.WakeFor(now.Add(time.Hour))
+	if !woken() {
+		t.Error("a dispatcher that is not asleep was not woken")
+	}
+	d.sleepUntil.Store(now.Add(time.Minute).UnixNano())
+	d.WakeFor(now.Add(time.Hour))
+	if woken() {
+		t.Error("woken for an entry due after its next look")
+	}
+	d.WakeFor(now.Add(time.Minute + 400*time.Millisecond))
+	if !woken() {
+		t.Error("not woken for an entry it must claim, within the lookahead, before its next look")
+	}
+}

@@ -204,6 +204,7 @@ func New(js jetstream.JetStream, st *store.Store, fu *store.FollowUps, ix *timer
 	e.followUps = newFollowUps(fu, ix, js, cfg, wake)
 	e.dispatcher.followUps = e.followUps
 	e.follower = newFollower(st, ix, e.jobs, e.followUps, cfg, wake)
+	e.follower.wakeFor = e.dispatcher.WakeFor
 	e.rebuilder = newRebuilder(ix, e.follower, e.followUps, cfg, wake)
 	e.follower.onSynced = e.rebuilder.Kick
 	e.reclaimer = newReclaimer(ix, cfg, wake)

@@ -42,6 +42,8 @@ type Follower struct {
 	followUps *FollowUps
 	cfg       Config
 	wake      func()
+	// wakeFor wakes the dispatcher for an entry due at a time.
+	wakeFor func(time.Time)
 	// onSynced, when set, is called once the first watch delivered every
 	// stored job.
 	onSynced func()
@@ -283,7 +285,13 @@ func (f *Follower) schedule(ctx context.Context, jobs []pendingJob) error {
 	}
 	if len(entries) > 0 {
 		errs = append(errs, f.ix.ScheduleAll(ctx, entries))
-		f.wake()
+		earliest := entries[0].Due
+		for _, e := range entries[1:] {
+			if e.Due.Before(earliest) {
+				earliest = e.Due
+			}
+		}
+		f.wakeFor(earliest)
 	}
 	return errors.Join(errs...)
 }

@@ -26,9 +26,9 @@ type Collection struct {
 	// Created is stamped by PutCollection when it is zero; Updated on every
 	// PutCollection.
 	Created, Updated time.Time
-	// Revision is the KV revision, set when read or written. CreateJob
-	// rewrites the collection record unchanged to order itself against
-	// DeleteCollection, so creating a job changes its collection's revision.
+	// Revision is the KV revision, set when read or written. A job is
+	// created only while its collection is at the revision its creator
+	// read (see Admission).
 	Revision uint64
 }
 
@@ -172,11 +172,10 @@ const deleteParallelism = 16
 // (ErrNotFound when it does not exist).
 //
 // It first marks the collection record as being deleted, which hides the
-// collection and stops CreateJob: a create that read the record before the
-// mark fails to confirm its job (see CreateJob), finds the mark and removes
-// the job itself. Then it deletes the jobs, listed after the mark so that
-// every job confirmed before it is among them, and finally the record at the
-// marked revision. A deletion that stopped half way is finished by the next
+// collection and stops CreateJob: a job written after the mark finds its
+// collection changed and its creator removes it (see Admission). Then it
+// deletes the jobs, listed after the mark so that every job written before
+// it is among them, and finally the record at the marked revision. A deletion that stopped half way is finished by the next
 // DeleteCollection; until then the collection is not found and its name
 // cannot be created again.
 func (s *Store) DeleteCollection(ctx context.Context, ref contracts.CollectionRef) error {
@@ -195,8 +194,7 @@ func (s *Store) DeleteCollection(ctx context.Context, ref contracts.CollectionRe
 		marked := e.Revision()
 		if !r.Deleting {
 			// Unconditional: the collection goes whatever changed since it
-			// was read, and a compare-and-set here could lose every race
-			// against creates confirming their jobs.
+			// was read.
 			r.Deleting = true
 			value, err := json.Marshal(r)
 			if err != nil {

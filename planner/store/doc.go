@@ -12,8 +12,9 @@
 // Creates and updates are compare-and-set on the KV revision, which is how
 // several planners share one bucket without a leader: updates take the
 // revision they read (ErrConflict when another writer came first), CreateJob
-// keeps a collection's job quota exact under concurrent creates, and no job
-// outlives its collection (see CreateJob and DeleteCollection).
+// keeps a collection's job quota exact under concurrent creates with one
+// write per job, and no job outlives its collection (see Admission and
+// DeleteCollection).
 // Lists read one filtered key range through a single ordered consumer, never
 // the whole bucket.
 package store

@@ -50,7 +50,7 @@ type jobRecord struct {
 	Updated    time.Time               `json:"updated"`
 	// CreateRevision is the KV revision of the job's first write; it is 0 in
 	// that write itself, whose revision is not known before it is made.
-	// CreateJob ranks jobs by it to enforce the quota.
+	// Planners of earlier releases rank jobs by it to enforce the quota.
 	CreateRevision uint64 `json:"createRevision,omitempty"`
 }
 
@@ -152,107 +152,99 @@ func (s *Store) GetJobByKey(ctx context.Context, key string) (Job, error) {
 	return s.decodeJob(e)
 }
 
-// createJobAttempts bounds how often CreateJob starts over after its job was
-// deleted while it was being created (its collection deleted and created
-// again, say).
-const createJobAttempts = 10
-
 // CreateJob writes a new job into an existing collection and returns it with
 // its revision. It returns ErrNotFound when the collection does not exist
 // (a job is never left in a missing collection), ErrExists when a job of
 // that name exists, and ErrQuotaExceeded when the collection already holds
-// maxJobs jobs; maxJobs <= 0 means no limit.
-//
-// The quota is exact under concurrent creates by any number of planners.
-// The job is written first, so that every concurrent creator sees it; then
-// the jobs of the collection are ranked by the revision of their first write
-// and the job is kept only if fewer than maxJobs jobs rank before it. Every
-// creator ranks the same jobs the same way, so the first maxJobs win, and a
-// job that ranks after them is deleted again, having been visible for the
-// moment of the check. Finally the job is confirmed by rewriting the
-// collection record unchanged at the revision read before the job was
-// written, retried at the newest revision while the collection is still
-// there; when instead its deletion has begun, the job is deleted again and
-// ErrNotFound returned (see DeleteCollection).
+// maxJobs jobs; maxJobs <= 0 means no limit. It reads the collection first;
+// a caller that read it already, and took maxJobs from it, calls
+// CreateJobIn.
 func (s *Store) CreateJob(ctx context.Context, j Job, maxJobs int) (Job, error) {
+	for attempt := 1; ; attempt++ {
+		saved, err := s.CreateJobIn(ctx, j, Admission{MaxJobs: maxJobs})
+		if !errors.Is(err, ErrConflict) || attempt == createJobAttempts {
+			return saved, err
+		}
+	}
+}
+
+// createJobAttempts bounds how often CreateJob reads the collection again
+// when it changed while the job was being written.
+const createJobAttempts = 10
+
+// CreateJobIn writes a new job into an existing collection, if the
+// collection is still at a.CollectionRevision (ErrConflict when it changed,
+// ErrNotFound when it is gone or being deleted) and holds fewer than
+// a.MaxJobs jobs (ErrQuotaExceeded), and returns it with its revision;
+// ErrExists when a job of that name exists.
+//
+// The quota is exact under concurrent creates by any number of planners,
+// and a job never outlives its collection, with one write per job (see
+// Admission): the job is written, the collection's watch tells what the
+// collection held just before the write, and a job that may not stay is
+// deleted again, having been visible for that moment.
+func (s *Store) CreateJobIn(ctx context.Context, j Job, a Admission) (Job, error) {
 	if err := checkJobRef(j.Ref); err != nil {
 		return Job{}, err
 	}
-	key := j.Ref.KVKey()
+	key, collKey := j.Ref.KVKey(), j.Ref.CollectionRef().KVKey()
 	s.stamp(&j)
 	value, err := s.encodeJob(j, key, 0)
 	if err != nil {
 		return Job{}, err
 	}
-	for range createJobAttempts {
-		rev, err := s.createJob(ctx, j.Ref, value, maxJobs)
-		if errors.Is(err, errJobVanished) {
-			continue
-		}
+	if a.CollectionRevision == 0 {
+		coll, err := s.GetCollection(ctx, j.Ref.CollectionRef())
 		if err != nil {
 			return Job{}, fmt.Errorf("creating job %s: %w", key, err)
 		}
-		j.Revision = rev
-		return j, nil
+		a.CollectionRevision = coll.Revision
 	}
-	return Job{}, fmt.Errorf("creating job %s: %w: it was deleted while being created on each of %d attempts", key, ErrConflict, createJobAttempts)
-}
-
-// errJobVanished tells CreateJob that the job it wrote was deleted before
-// the write was confirmed, so it starts over.
-var errJobVanished = errors.New("the job was deleted while being created")
-
-// createJob makes one attempt of CreateJob and returns the job's revision.
-func (s *Store) createJob(ctx context.Context, ref contracts.JobRef, value []byte, maxJobs int) (uint64, error) {
-	key, collKey := ref.KVKey(), ref.CollectionRef().KVKey()
-	coll, collRec, err := s.getCollection(ctx, collKey)
+	watch, err := s.admissions.acquire(ctx, collKey, j.Ref.CollectionRef().JobsKVPrefix())
 	if err != nil {
-		return 0, err
+		return Job{}, fmt.Errorf("creating job %s: %w", key, err)
 	}
-	if collRec.Deleting {
-		return 0, fmt.Errorf("collection %s is being deleted: %w", collKey, ErrNotFound)
-	}
+	defer watch.release()
+	waiter, done := watch.await(key)
+	defer done()
 	rev, err := s.kv.Create(ctx, key, value)
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, ErrExists
+		return Job{}, fmt.Errorf("creating job %s: %w", key, ErrExists)
 	}
 	if err != nil {
-		return 0, err
+		return Job{}, fmt.Errorf("creating job %s: %w", key, err)
 	}
-	// From here on the job exists: every failure deletes it again.
-	if maxJobs > 0 {
-		ahead, err := s.jobsBefore(ctx, ref.CollectionRef(), key, rev)
-		if err != nil {
-			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("counting the jobs of %s: %w", collKey, err))
-		}
-		if ahead >= maxJobs {
-			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("collection %s already holds %d jobs, its limit: %w", collKey, ahead, ErrQuotaExceeded))
-		}
+	// From here on the job exists: every refusal deletes it again.
+	v, err := watch.wait(ctx, waiter, rev)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("admitting it: %w", err)
+	case v.collection == 0:
+		err = fmt.Errorf("collection %s is gone: %w", collKey, ErrNotFound)
+	case v.collection != a.CollectionRevision:
+		err = s.collectionChanged(ctx, collKey)
+	case a.MaxJobs > 0 && v.jobsBefore >= a.MaxJobs:
+		err = fmt.Errorf("collection %s already holds %d jobs, its limit: %w", collKey, v.jobsBefore, ErrQuotaExceeded)
 	}
-	for {
-		_, err := s.kv.Update(ctx, collKey, coll.Value(), coll.Revision())
-		if err == nil {
-			return rev, nil
-		}
-		if !isMismatch(err) {
-			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("confirming collection %s: %w", collKey, err))
-		}
-		// The collection changed: another job was confirmed, it was
-		// updated, or its deletion began (and perhaps ended, and it was
-		// created again).
-		coll, collRec, err = s.getCollection(ctx, collKey)
-		if err == nil && collRec.Deleting {
-			err = fmt.Errorf("collection %s is being deleted: %w", collKey, ErrNotFound)
-		}
-		if err != nil {
-			return 0, s.undoCreate(ctx, key, rev, err)
-		}
-		if _, err := s.kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, errJobVanished
-		} else if err != nil {
-			return 0, s.undoCreate(ctx, key, rev, fmt.Errorf("reading job %s: %w", key, err))
-		}
+	if err != nil {
+		return Job{}, fmt.Errorf("creating job %s: %w", key, s.undoCreate(ctx, key, rev, err))
 	}
+	j.Revision = rev
+	return j, nil
+}
+
+// collectionChanged tells why a new job found its collection at another
+// revision than its creator read: ErrNotFound when the collection is gone or
+// being deleted, else ErrConflict.
+func (s *Store) collectionChanged(ctx context.Context, collKey string) error {
+	_, r, err := s.getCollection(ctx, collKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return err
+	case err == nil && r.Deleting:
+		return fmt.Errorf("collection %s is being deleted: %w", collKey, ErrNotFound)
+	}
+	return fmt.Errorf("collection %s changed since it was read: %w", collKey, ErrConflict)
 }
 
 // undoCreate deletes the job a failed CreateJob wrote, if it is still at the
@@ -266,41 +258,6 @@ func (s *Store) undoCreate(ctx context.Context, key string, rev uint64, cause er
 		return cause
 	}
 	return errors.Join(cause, fmt.Errorf("deleting job %s again: %w", key, err))
-}
-
-// jobsBefore counts the jobs of the collection first written before
-// revision rev. A job whose newest revision is below rev was created before
-// it; only the few written since (created since, or updated since) need
-// their record read for the revision of their first write.
-func (s *Store) jobsBefore(ctx context.Context, ref contracts.CollectionRef, key string, rev uint64) (int, error) {
-	entries, err := s.scan(ctx, ref.JobsKVPrefix()+"*", true)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range entries {
-		switch {
-		case e.Key() == key:
-		case e.Revision() < rev:
-			n++
-		default:
-			full, err := s.kv.Get(ctx, e.Key())
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return 0, fmt.Errorf("reading job %s: %w", e.Key(), err)
-			}
-			created, err := createRevision(full)
-			if err != nil {
-				return 0, err
-			}
-			if created < rev {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // UpdateJob replaces the job if its revision is still expected and returns

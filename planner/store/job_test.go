@@ -402,6 +402,39 @@ func TestQuota(t *testing.T) {
 	})
 }
 
+// A job is kept only while its collection is at the revision its creator
+// read: one written after the collection changed goes again.
+func TestAJobIsNotKeptInACollectionChangedSinceItWasRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := setup(t)
+	read := mustPutCollection(t, s, collRef)
+	changed, err := s.PutCollection(ctx, read, read.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateJobIn(ctx, newJob(collRef.Job("late")), Admission{CollectionRevision: read.Revision, MaxJobs: 10})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if _, err := s.GetJob(ctx, collRef.Job("late")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the refused job is stored: %v", err)
+	}
+	if _, err := s.CreateJobIn(ctx, newJob(collRef.Job("late")), Admission{CollectionRevision: changed.Revision, MaxJobs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCollection(ctx, collRef); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateJobIn(ctx, newJob(collRef.Job("gone")), Admission{CollectionRevision: changed.Revision})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if n, err := s.CountJobs(ctx, collRef); err != nil || n != 0 {
+		t.Fatalf("%d jobs outlived their collection (%v)", n, err)
+	}
+}
+
 func TestNoJobOutlivesItsCollection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

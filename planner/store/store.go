@@ -80,6 +80,8 @@ type Store struct {
 	// records keeps decoded job records, so that listing a large
 	// collection again decodes only what changed.
 	records *recordCache
+	// admissions watches the collections jobs are being created in.
+	admissions *admissions
 }
 
 // Open binds the KV bucket cfg.Bucket, creating it (file storage, one
@@ -95,7 +97,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: KV bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Store{js: js, bucket: cfg.Bucket, kv: kv, sealer: cfg.Sealer, now: cfg.Now, records: newRecordCache(recordCacheSize)}, nil
+	s := &Store{js: js, bucket: cfg.Bucket, kv: kv, sealer: cfg.Sealer, now: cfg.Now, records: newRecordCache(recordCacheSize)}
+	s.admissions = &admissions{s: s, watches: make(map[string]*collectionWatch)}
+	return s, nil
 }
 
 // bindOrCreate binds an existing bucket without changing its configuration,
