@@ -362,16 +362,24 @@ func (p *progressLine) run(created, failed *atomic.Int64) (stop func()) {
 		return func() {}
 	}
 	start := p.now()
+	return redraw(p.w, func() string {
+		return p.line(int(created.Load()), int(failed.Load()), p.now().Sub(start))
+	})
+}
+
+// redraw keeps one line of a terminal showing text(), every
+// progressEvery, until the returned stop is called, which clears it.
+func redraw(w io.Writer, text func() string) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		for {
-			fmt.Fprint(p.w, "\r"+p.line(int(created.Load()), int(failed.Load()), p.now().Sub(start))+"\x1b[K")
+			fmt.Fprint(w, "\r"+text()+"\x1b[K")
 			select {
 			case <-done:
-				fmt.Fprint(p.w, "\r\x1b[K")
+				fmt.Fprint(w, "\r\x1b[K")
 				return
 			case <-t.C:
 			}
