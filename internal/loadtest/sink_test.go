@@ -62,7 +62,7 @@ func TestSink(t *testing.T) {
 	t.Run("an early call, a second call and a job never called are told apart", func(t *testing.T) {
 		s, now, call := setup(t)
 		*now = testPlan.First.Add(-time.Second)
-		call("/run/0", testPlan.Due(0)) // a second early
+		call("/run/0", testPlan.Due(0))            // a second early
 		*now = testPlan.First.Add(3 * time.Second) // after every due time
 		call("/run/1", testPlan.Due(1))
 		call("/run/1", testPlan.Due(1)) // the same occurrence again
