@@ -28,9 +28,9 @@ const (
 	// (a job the quota check takes back must never fire); jobs created
 	// further ahead, as scheduled jobs are, skip that read.
 	quietBeforeDue = 11 * time.Second
-	// probeHorizon is how far ahead the jobs that measure the create rate
-	// are due; they are replaced with their real due time long before.
-	probeHorizon = time.Hour
+	// parkedAhead is how far ahead the jobs are due while they are
+	// created disabled, before they get their due time.
+	parkedAhead = 24 * time.Hour
 	// cleanupTimeout bounds the deletion of the collection at the end.
 	cleanupTimeout = 30 * time.Second
 	// shownJobs is how many lost or early jobs are named one by one.
@@ -46,9 +46,11 @@ this command runs, and see when each call arrives.
 
 --mode burst makes -n jobs due at one instant; --mode steady makes --rate
 jobs due at each whole second for --duration. Jobs run once, or with
---recurring every minute (the first occurrence is watched). The due time is
-chosen after the create rate was measured, so that every job is created at
-least 11 s before it is due (--lead sets it instead).
+--recurring every minute (the first occurrence is watched). The jobs are
+created disabled, then enabled with their due time, chosen from the create
+rate so that every job is enabled at least 11 s before it is due. --lead
+instead creates them enabled, the first due --lead after the creation
+starts.
 
 The sink listens on --sink-listen; workers on other machines need its URL
 from where they run (--sink-url), and workers of a deployment reach private
@@ -101,7 +103,7 @@ func newBenchCommand() *cobra.Command {
 	f.DurationVar(&b.duration, "duration", 10*time.Second, "how long a steady load lasts, in whole seconds")
 	f.BoolVar(&b.recurring, "recurring", false, "make each job recur every minute, and watch its first occurrence")
 	f.IntVar(&b.concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("how many jobs are created at a time (1 to %d)", maxConcurrency))
-	f.DurationVar(&b.lead, "lead", 0, "time from the start of the creation to the first due time (default: from the measured create rate, with 11s to spare)")
+	f.DurationVar(&b.lead, "lead", 0, "create the jobs enabled, the first due this long after the creation starts (default: create them disabled, then enable them with a due time 11s after the last is enabled, at the least)")
 	f.DurationVar(&b.timeout, "timeout", time.Minute, "how long after the last due time a job that has not called counts as lost")
 	f.StringVar(&b.sinkListen, "sink-listen", "127.0.0.1:0", "address the sink listens on")
 	f.StringVar(&b.sinkURL, "sink-url", "", "URL at which the workers reach the sink (default: http:// and the --sink-listen address)")
@@ -208,11 +210,7 @@ func (b *benchOptions) run(cmd *cobra.Command, o *clientOptions) (err error) {
 	defer ln.Close()
 	sinkPath := strings.TrimSuffix(mustPath(target), "/")
 
-	quota := plan.Jobs
-	if b.lead == 0 {
-		quota += b.probeJobs(plan.Jobs)
-	}
-	if err := b.createCollection(ctx, o, name, quota); err != nil {
+	if err := b.createCollection(ctx, o, name, plan.Jobs); err != nil {
 		return err
 	}
 	o.collection = name
@@ -227,46 +225,38 @@ func (b *benchOptions) run(cmd *cobra.Command, o *clientOptions) (err error) {
 	}()
 	out.say("collection %s: %d jobs (%s), the sink at %s", name, plan.Jobs, b.describe(plan), target)
 
-	lead := b.lead
-	if lead == 0 {
-		rate, err := b.measureCreateRate(ctx, o, plan, target, out)
-		if err != nil {
-			return err
-		}
-		lead = plan.Lead(rate, quietBeforeDue)
-		out.say("%.0f creates/s measured: the first due time is %s ahead", rate, lead)
-	}
-	start := time.Now()
-	plan.First = start.Add(lead).Truncate(time.Second)
-	if plan.First.Before(start.Add(lead)) {
-		plan.First = plan.First.Add(time.Second)
-	}
-	if err := plan.Validate(); err != nil {
-		return err // cannot happen: the flags were checked
-	}
-
-	sink := loadtest.NewSink(loadtest.SinkConfig{Jobs: plan.Jobs, Due: plan.Due, Path: sinkPath})
-	srv := &http.Server{Handler: sink, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	// The sink starts once the due times are fixed, before any job has
+	// its own.
+	var sink *loadtest.Sink
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	defer srv.Close()
-
-	created, err := b.createJobs(ctx, o, plan, target, out)
+	serve := func(p loadtest.Plan) {
+		sink = loadtest.NewSink(loadtest.SinkConfig{Jobs: p.Jobs, Due: p.Due, Period: p.Period(), Path: sinkPath})
+		srv.Handler = sink
+		go func() { _ = srv.Serve(ln) }()
+	}
+	var ph phases
+	if b.lead > 0 {
+		ph, err = b.createEnabled(ctx, o, &plan, target, serve, out)
+	} else {
+		ph, err = b.createThenEnable(ctx, o, &plan, target, serve, out)
+	}
 	if err != nil {
 		return err
 	}
 	ahead := time.Until(plan.First)
 	switch {
 	case ahead < 0:
-		out.say("warning: the jobs were created %s after the first due time; raise --lead", (-ahead).Round(time.Millisecond))
+		out.say("warning: the jobs were written %s after the first due time; raise --lead", (-ahead).Round(time.Millisecond))
 	case ahead < quietBeforeDue-time.Second:
-		out.say("warning: the last job was created %s before the first due time, less than 10s: the planner reads such jobs once more before it runs them", ahead.Round(time.Millisecond))
+		out.say("warning: the last job was written %s before the first due time, less than 10s: the planner reads such jobs once more before it runs them", ahead.Round(time.Millisecond))
 	}
 
 	interrupted := b.wait(ctx, plan, sink, out)
 	r := sink.Results()
 	cleaned = true
 	cleanupErr := b.cleanup(ctx, o, out)
-	rep := newBenchReport(name, b, plan, created, lead, ahead, r, interrupted)
+	rep := newBenchReport(name, b, plan, ph, ahead, r, interrupted)
 	rep.Deleted = !b.keep && cleanupErr == nil
 	if b.json || o.output == "json" {
 		if err := printJSON(cmd, rep); err != nil {
@@ -334,41 +324,95 @@ func jobsOf(p loadtest.Plan, target string) *jobsFile {
 	return f
 }
 
-// probeJobs is how many jobs measure the create rate of a load of n jobs.
-func (b *benchOptions) probeJobs(n int) int { return min(n, max(4*b.concurrency, 64)) }
-
-// measureCreateRate creates the jobs that measure the create rate and
-// returns how many it created a second. They are the plan's first jobs
-// under other names ("probe-0000000"), disabled and due an hour ahead:
-// they never run, and stay in the collection until it is deleted. (The
-// load's jobs are not created twice: a job replaced with a new start time
-// within the second it was created may keep its first schedule.)
-func (b *benchOptions) measureCreateRate(ctx context.Context, o *clientOptions, plan loadtest.Plan, target string, out *benchOutput) (float64, error) {
-	probe := plan
-	probe.First = time.Now().Add(probeHorizon).Truncate(time.Second)
-	probe.Jobs = b.probeJobs(plan.Jobs)
-	out.say("measuring the create rate with %d disabled jobs", probe.Jobs)
-	f := jobsOf(probe, target)
-	for i := range f.jobs {
-		f.jobs[i].name = fmt.Sprintf("probe-%07d", i)
-		f.jobs[i].body = []byte(`{"properties": ` + strings.TrimSuffix(string(probe.Definition(i, target)), "}") + `, "state": "Disabled"}}`)
-	}
-	s := o.runBulk(ctx, f, b.concurrency, out.progress(probe.Jobs))
-	if err := b.created(ctx, s, probe.Jobs, out); err != nil {
-		return 0, err
-	}
-	return float64(s.Created) / max(s.Seconds, 1e-3), nil
+// phases are the figures of the writing of the jobs: their creation, and
+// when they were created disabled, their enabling.
+type phases struct {
+	create, enable bulkSummary
+	enabled        bool // the jobs were created disabled, then enabled
+	lead           time.Duration
 }
 
-// createJobs creates every job of the plan and returns the summary.
-func (b *benchOptions) createJobs(ctx context.Context, o *clientOptions, plan loadtest.Plan, target string, out *benchOutput) (bulkSummary, error) {
+// firstDueAfter fixes the plan's first due time: the first whole second
+// at least lead after now.
+func firstDueAfter(p *loadtest.Plan, now time.Time, lead time.Duration) {
+	p.First = now.Add(lead).Truncate(time.Second)
+	if p.First.Before(now.Add(lead)) {
+		p.First = p.First.Add(time.Second)
+	}
+}
+
+// createEnabled creates the plan's jobs enabled, the first due --lead
+// after the creation starts; serve starts the sink once the due times are
+// fixed.
+func (b *benchOptions) createEnabled(ctx context.Context, o *clientOptions, plan *loadtest.Plan, target string, serve func(loadtest.Plan), out *benchOutput) (phases, error) {
+	firstDueAfter(plan, time.Now(), b.lead)
+	serve(*plan)
 	out.say("creating %d jobs, %d at a time, the first due at %s", plan.Jobs, b.concurrency, plan.First.UTC().Format(time.RFC3339))
-	s := o.runBulk(ctx, jobsOf(plan, target), b.concurrency, out.progress(plan.Jobs))
-	if err := b.created(ctx, s, plan.Jobs, out); err != nil {
-		return s, err
+	s, err := b.send(ctx, o, jobsOf(*plan, target), out)
+	if err != nil {
+		return phases{}, err
 	}
 	out.say("created %d jobs in %.2fs: %s", s.Created, s.Seconds, rate(s.Created, s.Seconds))
-	return s, nil
+	return phases{create: s, lead: b.lead}, nil
+}
+
+// createThenEnable creates the plan's jobs disabled and due a day ahead,
+// which measures the create rate, then enables them with their due times,
+// the first chosen so that the last job is enabled quietBeforeDue ahead of
+// it at half the create rate; serve starts the sink once the due times are
+// fixed. An enabling costs less than a creation (a
+// creation counts the collection's jobs against its quota), so the due
+// time holds however the creation slowed down as the collection filled.
+func (b *benchOptions) createThenEnable(ctx context.Context, o *clientOptions, plan *loadtest.Plan, target string, serve func(loadtest.Plan), out *benchOutput) (phases, error) {
+	parked := *plan
+	parked.First = time.Now().Add(parkedAhead).Truncate(time.Second)
+	f := jobsOf(parked, target)
+	for i := range f.jobs {
+		f.jobs[i].body = []byte(`{"properties": ` + strings.TrimSuffix(string(parked.Definition(i, target)), "}") + `, "state": "Disabled"}}`)
+	}
+	out.say("creating %d jobs disabled, %d at a time", plan.Jobs, b.concurrency)
+	var ph phases
+	var err error
+	if ph.create, err = b.send(ctx, o, f, out); err != nil {
+		return ph, err
+	}
+	createRate := float64(ph.create.Created) / max(ph.create.Seconds, 1e-3)
+	out.say("created %d jobs in %.2fs: %s", ph.create.Created, ph.create.Seconds, rate(ph.create.Created, ph.create.Seconds))
+
+	// The rate of the enabling is measured first on a few jobs, with
+	// updates that leave them as they are; the slower of the two rates
+	// bounds the lead too.
+	n := min(plan.Jobs, max(4*b.concurrency, 64))
+	f = &jobsFile{array: true, method: http.MethodPatch, jobs: make([]bulkJob, n)}
+	for i := range n {
+		f.jobs[i] = bulkJob{pos: i, name: loadtest.JobName(i), body: []byte(`{"properties": {"state": "Disabled"}}`)}
+	}
+	probe, err := b.send(ctx, o, f, out)
+	if err != nil {
+		return ph, err
+	}
+	updateRate := float64(probe.Created) / max(probe.Seconds, 1e-3)
+	ph.enabled, ph.lead = true, min(plan.Lead(createRate, quietBeforeDue), plan.Lead(updateRate, quietBeforeDue))
+	firstDueAfter(plan, time.Now(), ph.lead)
+	serve(*plan)
+	out.say("enabling them, the first due at %s (%s ahead)", plan.First.UTC().Format(time.RFC3339), ph.lead)
+	f = &jobsFile{array: true, method: http.MethodPatch, jobs: make([]bulkJob, plan.Jobs)}
+	for i := range plan.Jobs {
+		f.jobs[i] = bulkJob{pos: i, name: loadtest.JobName(i),
+			body: fmt.Appendf(nil, `{"properties": {"startTime": %q, "state": "Enabled"}}`, plan.Due(i).UTC().Format(time.RFC3339))}
+	}
+	if ph.enable, err = b.send(ctx, o, f, out); err != nil {
+		return ph, err
+	}
+	out.say("enabled %d jobs in %.2fs: %s", ph.enable.Created, ph.enable.Seconds, rate(ph.enable.Created, ph.enable.Seconds))
+	return ph, nil
+}
+
+// send sends a file of jobs, with a progress line on a terminal, and
+// fails unless every job was sent.
+func (b *benchOptions) send(ctx context.Context, o *clientOptions, f *jobsFile, out *benchOutput) (bulkSummary, error) {
+	s := o.runBulk(ctx, f, b.concurrency, out.progress(len(f.jobs)))
+	return s, b.created(ctx, s, len(f.jobs), out)
 }
 
 // created turns a creation that did not create every job into the
@@ -479,17 +523,23 @@ type benchReport struct {
 	PerSecond  int       `json:"perSecond,omitempty"`
 	FirstDue   time.Time `json:"firstDue"`
 	LastDue    time.Time `json:"lastDue"`
-	// Create is the API's create benchmark.
+	// Create is the API's create benchmark: the jobs' creation, disabled
+	// unless --lead was given.
 	Create struct {
 		Concurrency int     `json:"concurrency"`
 		Seconds     float64 `json:"seconds"`
 		PerSecond   float64 `json:"perSecond"`
-		// LeadSeconds is from the start of the creation to the first due
-		// time; AheadSeconds from its end (negative: after).
-		LeadSeconds  float64 `json:"leadSeconds"`
-		AheadSeconds float64 `json:"aheadSeconds"`
+		Disabled    bool    `json:"disabled"`
 	} `json:"create"`
-	Calls struct {
+	// Enable is the enabling of the jobs created disabled, with their due
+	// times.
+	Enable *benchPhase `json:"enable,omitempty"`
+	// LeadSeconds is from the start of the last phase (the enabling, or
+	// the creation with --lead) to the first due time; AheadSeconds from
+	// its end (negative: after).
+	LeadSeconds  float64 `json:"leadSeconds"`
+	AheadSeconds float64 `json:"aheadSeconds"`
+	Calls        struct {
 		// Called is how many jobs called; PerSecond their calls from the
 		// first due time to the last call.
 		Called           int      `json:"called"`
@@ -497,6 +547,7 @@ type benchReport struct {
 		Early            int      `json:"early"`
 		Lost             int      `json:"lost"`
 		Duplicates       int      `json:"duplicates"`
+		Moved            int      `json:"moved"`
 		Stray            int      `json:"stray"`
 		OtherOccurrences int      `json:"otherOccurrences"`
 		EarlyJobs        []string `json:"earlyJobs"`
@@ -515,6 +566,12 @@ type benchReport struct {
 	Interrupted bool          `json:"interrupted"`
 }
 
+// benchPhase is how long a phase of writes took.
+type benchPhase struct {
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"perSecond"`
+}
+
 // benchBucket is a bucket of the lateness histogram; an open end is left
 // out.
 type benchBucket struct {
@@ -526,17 +583,21 @@ type benchBucket struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func newBenchReport(name string, b *benchOptions, p loadtest.Plan, s bulkSummary, lead, ahead time.Duration, r loadtest.Results, interrupted bool) benchReport {
+func newBenchReport(name string, b *benchOptions, p loadtest.Plan, ph phases, ahead time.Duration, r loadtest.Results, interrupted bool) benchReport {
 	rep := benchReport{Collection: name, Mode: b.mode, Recurring: p.Recurring, Jobs: p.Jobs, PerSecond: p.PerSecond,
 		FirstDue: p.First.UTC(), LastDue: p.Last().UTC(), Interrupted: interrupted}
 	rep.Create.Concurrency = b.concurrency
-	rep.Create.Seconds = s.Seconds
-	rep.Create.PerSecond = float64(s.Created) / max(s.Seconds, 1e-3)
-	rep.Create.LeadSeconds = lead.Seconds()
-	rep.Create.AheadSeconds = ahead.Seconds()
+	rep.Create.Seconds = ph.create.Seconds
+	rep.Create.PerSecond = float64(ph.create.Created) / max(ph.create.Seconds, 1e-3)
+	rep.Create.Disabled = ph.enabled
+	if ph.enabled {
+		rep.Enable = &benchPhase{Seconds: ph.enable.Seconds, PerSecond: float64(ph.enable.Created) / max(ph.enable.Seconds, 1e-3)}
+	}
+	rep.LeadSeconds = ph.lead.Seconds()
+	rep.AheadSeconds = ahead.Seconds()
 	c := &rep.Calls
 	c.Called, c.PerSecond, c.Early, c.Lost = r.Called, r.CallsPerSecond(), len(r.Early), len(r.Lost)
-	c.Duplicates, c.Stray, c.OtherOccurrences = r.Duplicates, r.Stray, r.OtherOccurrences
+	c.Duplicates, c.Moved, c.Stray, c.OtherOccurrences = r.Duplicates, r.Moved, r.Stray, r.OtherOccurrences
 	c.EarlyJobs, c.LostJobs = jobNames(r.Early), jobNames(r.Lost)
 	l := r.Lateness
 	rep.LatenessMs.Min, rep.LatenessMs.P50, rep.LatenessMs.P90 = ms(l.Min), ms(l.P50), ms(l.P90)
@@ -586,9 +647,18 @@ func (rep benchReport) print(w io.Writer, r loadtest.Results) {
 	fmt.Fprintf(tw, "collection\t%s (%s)\n", rep.Collection, state)
 	fmt.Fprintf(tw, "load\t%s\n", load)
 	fmt.Fprintf(tw, "jobs\t%d\n", rep.Jobs)
-	fmt.Fprintf(tw, "create rate\t%.0f creates/s (%d jobs in %.2fs, %d at a time)\n", rep.Create.PerSecond, rep.Jobs, rep.Create.Seconds, rep.Create.Concurrency)
-	fmt.Fprintf(tw, "lead\t%s (the last job created %s before the first due time)\n",
-		time.Duration(rep.Create.LeadSeconds*float64(time.Second)), time.Duration(rep.Create.AheadSeconds*float64(time.Second)).Round(time.Millisecond))
+	disabled := ""
+	if rep.Create.Disabled {
+		disabled = ", disabled"
+	}
+	fmt.Fprintf(tw, "create rate\t%.0f creates/s (%d jobs in %.2fs, %d at a time%s)\n", rep.Create.PerSecond, rep.Jobs, rep.Create.Seconds, rep.Create.Concurrency, disabled)
+	lead := "from the start of the creation"
+	if e := rep.Enable; e != nil {
+		fmt.Fprintf(tw, "enable rate\t%.0f updates/s (%d jobs in %.2fs, each given its due time)\n", e.PerSecond, rep.Jobs, e.Seconds)
+		lead = "from the start of the enabling"
+	}
+	fmt.Fprintf(tw, "lead\t%s %s (the last job written %s before the first due time)\n",
+		time.Duration(rep.LeadSeconds*float64(time.Second)), lead, time.Duration(rep.AheadSeconds*float64(time.Second)).Round(time.Millisecond))
 	fmt.Fprintf(tw, "calls\t%d of %d jobs called\n", c.Called, rep.Jobs)
 	fmt.Fprintf(tw, "throughput\t%.0f calls/s (first due time to last call)\n", c.PerSecond)
 	if l.Count > 0 {
@@ -602,6 +672,9 @@ func (rep benchReport) print(w io.Writer, r loadtest.Results) {
 	}
 	fmt.Fprintf(tw, "%s\t%d%s\n", lost, c.Lost, named(c.LostJobs, c.Lost))
 	fmt.Fprintf(tw, "duplicates\t%d\n", c.Duplicates)
+	if c.Moved > 0 {
+		fmt.Fprintf(tw, "moved\t%d calls carried another due time than planned: jobs written after their due time; raise --lead\n", c.Moved)
+	}
 	if c.Stray > 0 || c.OtherOccurrences > 0 {
 		fmt.Fprintf(tw, "other requests\t%d stray, %d for later occurrences\n", c.Stray, c.OtherOccurrences)
 	}

@@ -106,18 +106,20 @@ func TestBenchAgainstDev(t *testing.T) {
 	t.Parallel()
 	server := startDevInProcess(t)
 
-	t.Run("a burst with the lead from the measured create rate calls every job once, none early", func(t *testing.T) {
+	t.Run("a burst created disabled, then enabled with its due time, calls every job once, none early", func(t *testing.T) {
 		t.Parallel()
 		rep, code, stderr := benchJSON(t, server, "-n", "30")
 		if code != 0 || rep.Jobs != 30 || rep.Calls.Called != 30 || rep.Calls.Early != 0 || rep.Calls.Lost != 0 ||
 			rep.Calls.Duplicates != 0 || rep.Calls.Stray != 0 || !rep.Deleted || rep.Interrupted {
 			t.Fatalf("exit %d, report %+v\n%s", code, rep, stderr)
 		}
-		if !strings.Contains(stderr, "creates/s measured") || rep.Create.LeadSeconds < quietBeforeDue.Seconds() || rep.Create.PerSecond <= 0 {
-			t.Errorf("the lead %vs does not come from a measured create rate:\n%s", rep.Create.LeadSeconds, stderr)
+		if !rep.Create.Disabled || rep.Create.PerSecond <= 0 || rep.Enable == nil || rep.Enable.PerSecond <= 0 ||
+			rep.LeadSeconds < quietBeforeDue.Seconds() || !strings.Contains(stderr, "bench: enabling them, the first due at") {
+			t.Errorf("the jobs were not created disabled, then enabled with a due time from the create rate: %+v %+v lead %vs\n%s",
+				rep.Create, rep.Enable, rep.LeadSeconds, stderr)
 		}
-		if rep.Create.AheadSeconds < 10 {
-			t.Errorf("the last job was created %vs before the due time, want 10s or more", rep.Create.AheadSeconds)
+		if rep.AheadSeconds < 10 {
+			t.Errorf("the last job was enabled %vs before the due time, want 10s or more", rep.AheadSeconds)
 		}
 		total := 0
 		for _, b := range rep.Histogram {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,9 @@ type bulkJob struct {
 type jobsFile struct {
 	array bool
 	jobs  []bulkJob
+	// method sends each job: PUT (the default) creates or replaces it,
+	// PATCH changes it.
+	method string
 }
 
 // parseJobsFile reads a file of many jobs: a JSON array of entries, or one
@@ -235,7 +239,7 @@ func (o *clientOptions) runBulk(ctx context.Context, f *jobsFile, concurrency in
 	for range min(concurrency, len(f.jobs)) {
 		wg.Go(func() {
 			for j := range queue {
-				err := o.call(ctx, http.MethodPut, o.jobPath(j.name), nil, j.body, nil)
+				err := o.call(ctx, cmp.Or(f.method, http.MethodPut), o.jobPath(j.name), nil, j.body, nil)
 				if err == nil {
 					created.Add(1)
 					continue

@@ -48,6 +48,15 @@ func (p Plan) Due(i int) time.Time {
 // Last is when the last job is due.
 func (p Plan) Last() time.Time { return p.Due(p.Jobs - 1) }
 
+// Period is the gap between two occurrences of a job: a minute when the
+// plan is recurring, 0 when its jobs run once.
+func (p Plan) Period() time.Duration {
+	if p.Recurring {
+		return time.Minute
+	}
+	return 0
+}
+
 // JobName is the name of job i: "job-0000042". Names sort as the jobs are
 // numbered.
 func JobName(i int) string { return fmt.Sprintf("job-%07d", i) }
@@ -89,14 +98,15 @@ func (p Plan) Definition(i int, url string) []byte {
 // Lead is how long before the first due time the creation of the plan's
 // jobs must start, at rate creates a second, so that each job is created
 // at least margin before it is due. Jobs are taken to be created in
-// order, each at i/rate seconds; the rate is assumed to drop by a third
-// on the way. The result is rounded up to a whole second.
+// order, job i done at (i+1)/rate seconds; the rate is assumed to halve
+// on the way (a busy server slows down as its timer fills). The result is
+// rounded up to the next whole second.
 func (p Plan) Lead(rate float64, margin time.Duration) time.Duration {
 	if rate <= 0 {
 		rate = 1
 	}
-	per := 1.5 / rate // seconds a create takes, with the safety factor
-	worst := 0.0      // the most a create runs behind its job's offset from First
+	per := 2 / rate // seconds a create takes, with the safety factor
+	worst := 0.0    // the most a create runs behind its job's offset from First
 	for i := range p.Jobs {
 		behind := float64(i+1)*per - p.Due(i).Sub(p.First).Seconds()
 		worst = max(worst, behind)

@@ -73,13 +73,13 @@ func TestLead(t *testing.T) {
 		rate float64
 		want time.Duration
 	}{
-		// 1,000 creates at 100/s, a third slower: 15 s, all before the one due time.
-		{"a burst leaves the time of every create, and the margin", Plan{Jobs: 1000, First: first}, 100, 26 * time.Second},
+		// 1,000 creates at 100/s, halved: 20 s, all before the one due time.
+		{"a burst leaves the time of every create, and the margin", Plan{Jobs: 1000, First: first}, 100, 31 * time.Second},
 		// Created faster than they fall due: only the first second's jobs count.
 		{"a steady load created faster than it falls due needs the time of its first second", Plan{Jobs: 3000, PerSecond: 100, First: first}, 1000, 11 * time.Second},
-		// 100 a second due, 50 created, a third slower: job i is created at 0.03·(i+1) s, due at
-		// ⌊i/100⌋ s; the last, created at 90 s and due at 29 s, lags most, by 61 s.
-		{"a steady load created slower than it falls due needs the lag of its last job", Plan{Jobs: 3000, PerSecond: 100, First: first}, 50, 72 * time.Second},
+		// 100 a second due, 50 created, halved: job i is created at 0.04·(i+1) s, due at
+		// ⌊i/100⌋ s; the last, created at 120 s and due at 29 s, lags most, by 91 s.
+		{"a steady load created slower than it falls due needs the lag of its last job", Plan{Jobs: 3000, PerSecond: 100, First: first}, 50, 102 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

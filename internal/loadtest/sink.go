@@ -20,7 +20,8 @@ const (
 )
 
 // Sink notes the calls of a load's jobs: for each job, how many calls came
-// for the occurrence it watches and when the first arrived. It takes calls
+// for the occurrence it watches, when the first arrived and the due time
+// it carried. It takes calls
 // from any number of goroutines without a lock. As an http.Handler it
 // answers 200 at once to POST {Path}/{job number}; Record serves callers
 // that find the job and due time their own way.
@@ -29,6 +30,9 @@ type Sink struct {
 	due  func(i int) time.Time
 	now  func() time.Time
 	jobs []sinkJob
+	// period is the gap to a job's next occurrence; 0 for jobs that run
+	// once.
+	period time.Duration
 	// called counts the jobs called at least once; stray the requests that
 	// name no job of the load or carry no due time; other the calls for
 	// another occurrence than the watched one (a recurring job's next).
@@ -41,6 +45,7 @@ type Sink struct {
 type sinkJob struct {
 	calls atomic.Int32
 	at    atomic.Int64 // unix nanoseconds of the first call's arrival
+	due   atomic.Int64 // unix nanoseconds of the due time the first call carried
 }
 
 // SinkConfig configures a Sink.
@@ -49,6 +54,13 @@ type SinkConfig struct {
 	Jobs int
 	// Due is the due time of the occurrence of job i the sink watches.
 	Due func(i int) time.Time
+	// Period is the gap between a recurring job's occurrences: a call
+	// that carries a due time Period or more after the watched one is of
+	// a later occurrence, and one that carries an earlier due time, of an
+	// earlier one. Defaults to 0: the jobs run once, and each of their
+	// calls is of the watched occurrence, whatever due time it carries (a
+	// job created after its due time runs at once).
+	Period time.Duration
 	// Path is the path the jobs' URLs start with, without a trailing
 	// slash: requests elsewhere are stray. Defaults to "" (the root).
 	Path string
@@ -58,7 +70,7 @@ type SinkConfig struct {
 
 // NewSink returns a sink for cfg's jobs.
 func NewSink(cfg SinkConfig) *Sink {
-	s := &Sink{path: cfg.Path, due: cfg.Due, now: cfg.Now, jobs: make([]sinkJob, cfg.Jobs), all: make(chan struct{})}
+	s := &Sink{path: cfg.Path, due: cfg.Due, period: cfg.Period, now: cfg.Now, jobs: make([]sinkJob, cfg.Jobs), all: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -83,21 +95,22 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Record(i, due, at)
 }
 
-// Record notes that job i was called at at for its occurrence due at due.
-// A job the load does not have counts as stray; an occurrence other than
-// the watched one is counted apart.
+// Record notes that job i was called at at for its occurrence due at due
+// (as the call said). A job the load does not have counts as stray; an
+// occurrence other than the watched one is counted apart.
 func (s *Sink) Record(i int, due, at time.Time) {
 	if i < 0 || i >= len(s.jobs) {
 		s.stray.Add(1)
 		return
 	}
-	if !due.Equal(s.due(i)) {
+	if watched := s.due(i); s.period > 0 && (due.Before(watched) || due.Sub(watched) >= s.period) {
 		s.other.Add(1)
 		return
 	}
 	j := &s.jobs[i]
 	if j.calls.Add(1) == 1 {
 		j.at.Store(at.UnixNano())
+		j.due.Store(due.UnixNano())
 		if s.called.Add(1) == int64(len(s.jobs)) {
 			s.allOnce.Do(func() { close(s.all) })
 		}
@@ -131,9 +144,14 @@ func (s *Sink) Results() Results {
 		}
 		r.Called++
 		r.Duplicates += calls - 1
-		at := time.Unix(0, j.at.Load())
-		if at.Before(due) {
+		at, said := time.Unix(0, j.at.Load()), time.Unix(0, j.due.Load())
+		// Early is before the planned due time or, when the scheduler
+		// moved it later, before the due time the call carried.
+		if at.Before(due) || at.Before(said) {
 			r.Early = append(r.Early, i)
+		}
+		if !said.Equal(due) {
+			r.Moved++
 		}
 		if at.After(lastCall) {
 			lastCall = at

@@ -14,12 +14,13 @@ import (
 // from 2030-01-07T09:00:00Z.
 var testPlan = Plan{Jobs: 6, PerSecond: 2, First: time.Date(2030, 1, 7, 9, 0, 0, 0, time.UTC)}
 
-// setup returns a sink for testPlan under /run whose clock reads what the
-// test sets, and a function that calls it as a worker would.
-func setup(t *testing.T) (*Sink, *time.Time, func(path string, due time.Time)) {
+// setup returns a sink for testPlan under /run, its jobs recurring every
+// period (0: once), whose clock reads what the test sets, and a function
+// that calls it as a worker would.
+func setup(t *testing.T, period time.Duration) (*Sink, *time.Time, func(path string, due time.Time)) {
 	t.Helper()
 	now := testPlan.First
-	s := NewSink(SinkConfig{Jobs: testPlan.Jobs, Due: testPlan.Due, Path: "/run", Now: func() time.Time { return now }})
+	s := NewSink(SinkConfig{Jobs: testPlan.Jobs, Due: testPlan.Due, Period: period, Path: "/run", Now: func() time.Time { return now }})
 	call := func(path string, due time.Time) {
 		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader("ignored"))
 		if !due.IsZero() {
@@ -37,7 +38,7 @@ func setup(t *testing.T) (*Sink, *time.Time, func(path string, due time.Time)) {
 func TestSink(t *testing.T) {
 	t.Parallel()
 	t.Run("calls of every job on time make no early, lost or duplicate calls", func(t *testing.T) {
-		s, now, call := setup(t)
+		s, now, call := setup(t, 0)
 		for i := range testPlan.Jobs {
 			*now = testPlan.Due(i).Add(time.Duration(10*(i+1)) * time.Millisecond)
 			call("/run/"+strconv.Itoa(i), testPlan.Due(i))
@@ -60,7 +61,7 @@ func TestSink(t *testing.T) {
 		}
 	})
 	t.Run("an early call, a second call and a job never called are told apart", func(t *testing.T) {
-		s, now, call := setup(t)
+		s, now, call := setup(t, 0)
 		*now = testPlan.First.Add(-time.Second)
 		call("/run/0", testPlan.Due(0))            // a second early
 		*now = testPlan.First.Add(3 * time.Second) // after every due time
@@ -83,15 +84,31 @@ func TestSink(t *testing.T) {
 		}
 	})
 	t.Run("requests of no job of the load are stray, and a later occurrence is counted apart", func(t *testing.T) {
-		s, _, call := setup(t)
-		call("/run/6", testPlan.First)                  // no such job
-		call("/other/0", testPlan.First)                // not the load's path
-		call("/run/x", testPlan.First)                  // no number
-		call("/run/0", time.Time{})                     // no due time
-		call("/run/0", testPlan.First.Add(time.Minute)) // the next occurrence of a recurring job
+		s, _, call := setup(t, time.Minute)
+		call("/run/6", testPlan.First)                   // no such job
+		call("/other/0", testPlan.First)                 // not the load's path
+		call("/run/x", testPlan.First)                   // no number
+		call("/run/0", time.Time{})                      // no due time
+		call("/run/0", testPlan.First.Add(time.Minute))  // the next occurrence of a recurring job
+		call("/run/0", testPlan.First.Add(-time.Minute)) // an earlier one
 		r := s.Results()
-		if r.Stray != 4 || r.OtherOccurrences != 1 || r.Called != 0 || len(r.Lost) != 6 {
+		if r.Stray != 4 || r.OtherOccurrences != 2 || r.Called != 0 || len(r.Lost) != 6 {
 			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("a one-time job run at another due time than planned counts, late from the planned one, early before either", func(t *testing.T) {
+		s, now, call := setup(t, 0)
+		moved := testPlan.First.Add(5 * time.Second) // created after its due time: due when created
+		*now = moved.Add(100 * time.Millisecond)
+		call("/run/0", moved)
+		*now = moved.Add(-2 * time.Second) // after the planned due time, before the one the call says
+		call("/run/1", moved)
+		r := s.Results()
+		if r.Called != 2 || r.Moved != 2 || r.OtherOccurrences != 0 || len(r.Early) != 1 || r.Early[0] != 1 {
+			t.Fatalf("%+v", r)
+		}
+		if r.Lateness.Max != 5100*time.Millisecond {
+			t.Errorf("lateness %+v, want it from the planned due time", r.Lateness)
 		}
 	})
 	t.Run("calls from many goroutines are all counted", func(t *testing.T) {

@@ -20,6 +20,11 @@ type Results struct {
 	// Duplicates counts the calls beyond the first for the watched
 	// occurrences.
 	Duplicates int
+	// Moved counts the jobs whose first call carried another due time
+	// than planned: a one-time job created after its due time runs at
+	// once, due when it was created. Their lateness is still from the
+	// planned due time.
+	Moved int
 	// Stray counts requests that named no job of the load or no due
 	// time; OtherOccurrences calls for another occurrence than the
 	// watched one.
