@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/jobscheduler/scheduler/internal/dev"
 	"github.com/jobscheduler/scheduler/internal/testkit"
@@ -234,5 +237,33 @@ func TestBenchFlags(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, stderr, tt.want)
 			}
 		})
+	}
+}
+
+// docs/bench.md names every flag of bench, so that a flag added later
+// cannot go undocumented.
+func TestTheBenchGuideNamesEveryFlag(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../docs/bench.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := newRootCommand().Find([]string{"bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := 0
+	visit := func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		flags++
+		if !strings.Contains(string(data), "`--"+f.Name+"`") {
+			t.Errorf("docs/bench.md does not name --%s", f.Name)
+		}
+	}
+	cmd.LocalFlags().VisitAll(visit)
+	if flags < 15 {
+		t.Errorf("found %d flags of bench, want its own and the client flags", flags)
 	}
 }
