@@ -289,8 +289,16 @@ func (b *benchOptions) describe(p loadtest.Plan) string {
 }
 
 // createCollection creates the throw-away collection, with room for jobs
-// jobs and recurrences every minute.
+// jobs and recurrences every minute. A collection of that name that
+// exists already is left alone (a PUT would replace it, and the end of
+// the run delete it).
 func (b *benchOptions) createCollection(ctx context.Context, o *clientOptions, name string, jobs int) error {
+	switch err := o.call(ctx, http.MethodGet, o.collectionsPath(name), nil, nil, nil); {
+	case err == nil:
+		return &exitError{code: exitRefused, err: fmt.Errorf("a collection %s exists already: run again for another name", name)}
+	case exitCode(err) != exitNotFound:
+		return err
+	}
 	body := fmt.Sprintf(`{"properties": {"sku": {"name": "Standard"}, "quota": {"maxJobCount": %d, "maxRecurrence": {"frequency": "Minute", "interval": 1}}}}`, jobs)
 	if err := o.call(ctx, http.MethodPut, o.collectionsPath(name), nil, []byte(body), nil); err != nil {
 		return fmt.Errorf("creating the collection %s: %w", name, err)
@@ -387,6 +395,7 @@ func (b *benchOptions) createThenEnable(ctx context.Context, o *clientOptions, p
 	for i := range n {
 		f.jobs[i] = bulkJob{pos: i, name: loadtest.JobName(i), body: []byte(`{"properties": {"state": "Disabled"}}`)}
 	}
+	out.say("measuring the update rate on %d jobs", n)
 	probe, err := b.send(ctx, o, f, out)
 	if err != nil {
 		return ph, err
@@ -411,7 +420,11 @@ func (b *benchOptions) createThenEnable(ctx context.Context, o *clientOptions, p
 // send sends a file of jobs, with a progress line on a terminal, and
 // fails unless every job was sent.
 func (b *benchOptions) send(ctx context.Context, o *clientOptions, f *jobsFile, out *benchOutput) (bulkSummary, error) {
-	s := o.runBulk(ctx, f, b.concurrency, out.progress(len(f.jobs)))
+	verb := "created"
+	if f.method == http.MethodPatch {
+		verb = "updated"
+	}
+	s := o.runBulk(ctx, f, b.concurrency, out.progress(len(f.jobs), verb))
 	return s, b.created(ctx, s, len(f.jobs), out)
 }
 
@@ -478,13 +491,13 @@ func (b *benchOutput) say(format string, args ...any) {
 	fmt.Fprintf(b.w, "bench: "+format+"\n", args...)
 }
 
-// progress is the progress line of a creation of n jobs: drawn on a
-// terminal, none otherwise.
-func (b *benchOutput) progress(n int) *progressLine {
+// progress is the progress line of n jobs being sent, saying verb
+// ("created") of those done: drawn on a terminal, none otherwise.
+func (b *benchOutput) progress(n int, verb string) *progressLine {
 	if !b.terminal {
 		return nil
 	}
-	return &progressLine{w: b.w, total: n, now: time.Now}
+	return &progressLine{w: b.w, total: n, now: time.Now, verb: verb}
 }
 
 // live shows text() until stop is called: redrawn on a terminal, a line

@@ -354,6 +354,8 @@ type progressLine struct {
 	w     io.Writer
 	total int
 	now   func() time.Time
+	// verb says what became of the jobs done. Defaults to "created".
+	verb string
 }
 
 // progressEvery is how often the progress line is redrawn.
@@ -397,7 +399,7 @@ func redraw(w io.Writer, text func() string) (stop func()) {
 
 // line is the progress line's text: "created 1200/5000 (3 failed) 850/s".
 func (p *progressLine) line(created, failed int, elapsed time.Duration) string {
-	return fmt.Sprintf("created %d/%d (%d failed) %s", created, p.total, failed, rate(created, elapsed.Seconds()))
+	return fmt.Sprintf("%s %d/%d (%d failed) %s", cmp.Or(p.verb, "created"), created, p.total, failed, rate(created, elapsed.Seconds()))
 }
 
 // isTerminal says whether w is a terminal, where a line can be redrawn.
