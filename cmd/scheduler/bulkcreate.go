@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,9 @@ type bulkJob struct {
 type jobsFile struct {
 	array bool
 	jobs  []bulkJob
+	// method sends each job: PUT (the default) creates or replaces it,
+	// PATCH changes it.
+	method string
 }
 
 // parseJobsFile reads a file of many jobs: a JSON array of entries, or one
@@ -235,7 +239,7 @@ func (o *clientOptions) runBulk(ctx context.Context, f *jobsFile, concurrency in
 	for range min(concurrency, len(f.jobs)) {
 		wg.Go(func() {
 			for j := range queue {
-				err := o.call(ctx, http.MethodPut, o.jobPath(j.name), nil, j.body, nil)
+				err := o.call(ctx, cmp.Or(f.method, http.MethodPut), o.jobPath(j.name), nil, j.body, nil)
 				if err == nil {
 					created.Add(1)
 					continue
@@ -350,6 +354,8 @@ type progressLine struct {
 	w     io.Writer
 	total int
 	now   func() time.Time
+	// verb says what became of the jobs done. Defaults to "created".
+	verb string
 }
 
 // progressEvery is how often the progress line is redrawn.
@@ -362,16 +368,24 @@ func (p *progressLine) run(created, failed *atomic.Int64) (stop func()) {
 		return func() {}
 	}
 	start := p.now()
+	return redraw(p.w, func() string {
+		return p.line(int(created.Load()), int(failed.Load()), p.now().Sub(start))
+	})
+}
+
+// redraw keeps one line of a terminal showing text(), every
+// progressEvery, until the returned stop is called, which clears it.
+func redraw(w io.Writer, text func() string) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		for {
-			fmt.Fprint(p.w, "\r"+p.line(int(created.Load()), int(failed.Load()), p.now().Sub(start))+"\x1b[K")
+			fmt.Fprint(w, "\r"+text()+"\x1b[K")
 			select {
 			case <-done:
-				fmt.Fprint(p.w, "\r\x1b[K")
+				fmt.Fprint(w, "\r\x1b[K")
 				return
 			case <-t.C:
 			}
@@ -385,7 +399,7 @@ func (p *progressLine) run(created, failed *atomic.Int64) (stop func()) {
 
 // line is the progress line's text: "created 1200/5000 (3 failed) 850/s".
 func (p *progressLine) line(created, failed int, elapsed time.Duration) string {
-	return fmt.Sprintf("created %d/%d (%d failed) %s", created, p.total, failed, rate(created, elapsed.Seconds()))
+	return fmt.Sprintf("%s %d/%d (%d failed) %s", cmp.Or(p.verb, "created"), created, p.total, failed, rate(created, elapsed.Seconds()))
 }
 
 // isTerminal says whether w is a terminal, where a line can be redrawn.

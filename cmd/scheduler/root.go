@@ -38,6 +38,8 @@ http://127.0.0.1:8080), --token, --subscription and --resource-group (both
 jobs, history and upcoming, each
 also from its environment variable (SCHEDULER_SERVER, SCHEDULER_TOKEN,
 SCHEDULER_SUBSCRIPTION, SCHEDULER_RESOURCE_GROUP, SCHEDULER_COLLECTION).
+"bench" measures a running scheduler with a load of HTTP jobs, through the
+same API and flags.
 "completion bash|zsh|fish|powershell" prints a shell completion script that
 completes collection and job names from the server.
 
@@ -47,6 +49,6 @@ completes collection and job names from the server.
 	}
 	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(), newTokenCommand(),
 		newCollectionsCommand(), newJobsCommand(), newHistoryCommand(), newHealthcheckCommand(),
-		newUpcomingCommand())
+		newUpcomingCommand(), newBenchCommand())
 	return root
 }

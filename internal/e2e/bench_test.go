@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/jobscheduler/scheduler/actions/httpaction"
 	"github.com/jobscheduler/scheduler/contracts"
 	historyservice "github.com/jobscheduler/scheduler/history/service"
+	"github.com/jobscheduler/scheduler/internal/loadtest"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 	"github.com/jobscheduler/scheduler/planner"
@@ -50,46 +49,26 @@ import (
 // written well ahead, as scheduled jobs are.
 const quietBeforeDue = 11 * time.Second
 
-// dueLayout is the layout of the x-ms-scheduler-expected-execution-time
-// header: whole seconds, UTC.
-const dueLayout = "2006-01-02T15:04:05"
-
-// sinkCall is what the sink notes of one job's calls.
-type sinkCall struct {
-	calls atomic.Int32
-	// at is when the first call arrived, due its due time as the request
-	// said (both unix nanoseconds).
-	at, due atomic.Int64
-}
-
-// sink is the HTTP endpoint the benchmarks' jobs call. It answers 200 at
-// once and notes, without a lock, each call's arrival and due time under
-// the job's number ("job-0000042" is 42).
+// sink is the HTTP endpoint the benchmarks' jobs call: a loadtest.Sink
+// that finds the job's number in its id ("job-0000042" is 42), as the
+// jobs are written straight into the store with the sink's URL.
 type sink struct {
 	*httptest.Server
-	jobs []sinkCall
-	// called counts the jobs called at least once, stray the requests that
-	// name no job of the benchmark or carry no due time.
-	called, stray atomic.Int64
+	*loadtest.Sink
 }
 
-func newSink(b *testing.B, n int) *sink {
+// newSink returns a sink for n jobs, job i due at due(i).
+func newSink(b *testing.B, n int, due func(i int) time.Time) *sink {
 	b.Helper()
-	s := &sink{jobs: make([]sinkCall, n)}
+	s := &sink{Sink: loadtest.NewSink(loadtest.SinkConfig{Jobs: n, Due: due})}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
 		i, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get(httpaction.HeaderJobID), "job-"))
-		due, dueErr := time.ParseInLocation(dueLayout, r.Header.Get(httpaction.HeaderExpectedExecutionTime), time.UTC)
-		if err != nil || dueErr != nil || i < 0 || i >= len(s.jobs) {
-			s.stray.Add(1)
-			return
+		due, dueErr := time.ParseInLocation(loadtest.DueLayout, r.Header.Get(httpaction.HeaderExpectedExecutionTime), time.UTC)
+		if err != nil || dueErr != nil {
+			i = -1 // stray
 		}
-		c := &s.jobs[i]
-		if c.calls.Add(1) == 1 {
-			c.at.Store(at.UnixNano())
-			c.due.Store(due.UnixNano())
-			s.called.Add(1)
-		}
+		s.Record(i, due, at)
 	}))
 	b.Cleanup(s.Close)
 	return s
@@ -99,8 +78,11 @@ func newSink(b *testing.B, n int) *sink {
 // once, and nothing else did.
 func (s *sink) wait(b *testing.B, within time.Duration) {
 	b.Helper()
-	n := int64(len(s.jobs))
-	testkit.Eventually(b, within, func() bool { return s.called.Load() >= n }, "only some of the %d jobs called the sink", n)
+	select {
+	case <-s.AllCalled():
+	case <-time.After(within):
+		b.Fatalf("only %d of the %d jobs called the sink", s.Called(), s.Jobs())
+	}
 	s.check(b)
 }
 
@@ -108,48 +90,31 @@ func (s *sink) wait(b *testing.B, within time.Duration) {
 // other request came.
 func (s *sink) check(b *testing.B) {
 	b.Helper()
-	var missing, twice []int
-	for i := range s.jobs {
-		switch c := s.jobs[i].calls.Load(); {
-		case c == 0:
-			missing = append(missing, i)
-		case c > 1:
-			twice = append(twice, i)
-		}
-	}
-	if len(missing) > 0 || len(twice) > 0 || s.stray.Load() > 0 {
-		b.Fatalf("of %d jobs, %d never called (first %v) and %d called more than once (first %v); %d stray requests",
-			len(s.jobs), len(missing), missing[:min(len(missing), 5)], len(twice), twice[:min(len(twice), 5)], s.stray.Load())
+	r := s.Results()
+	if len(r.Lost) > 0 || r.Duplicates > 0 || r.Stray > 0 || r.OtherOccurrences > 0 {
+		b.Fatalf("of %d jobs, %d never called (first %v) and %d calls came twice; %d stray requests, %d for other due times",
+			r.Jobs, len(r.Lost), r.Lost[:min(len(r.Lost), 5)], r.Duplicates, r.Stray, r.OtherOccurrences)
 	}
 }
 
 // report reports the percentiles of the calls' lateness (arrival − due
-// time) and, with rate, the actions per second from the first due time to
-// the last call. A call before its due time fails the benchmark.
+// time, nearest rank) and, with rate, the actions per second from the
+// first due time to the last call. A call before its due time fails the
+// benchmark.
 func (s *sink) report(b *testing.B, rate bool) {
 	b.Helper()
-	late := make([]time.Duration, len(s.jobs))
-	first, last := int64(1<<63-1), int64(0)
-	for i := range s.jobs {
-		c := &s.jobs[i]
-		at, due := c.at.Load(), c.due.Load()
-		if at < due {
-			b.Fatalf("job-%07d was called %s before its due time", i, time.Duration(due-at))
-		}
-		late[i] = time.Duration(at - due)
-		first, last = min(first, due), max(last, at)
+	r := s.Results()
+	if len(r.Early) > 0 {
+		b.Fatalf("%d jobs were called before their due time, first job-%07d", len(r.Early), r.Early[0])
 	}
-	slices.Sort(late)
-	ms := func(p float64) float64 {
-		return float64(late[int(p*float64(len(late)-1))]) / float64(time.Millisecond)
-	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	if rate {
-		b.ReportMetric(float64(len(s.jobs))/time.Duration(last-first).Seconds(), "actions/s")
+		b.ReportMetric(r.CallsPerSecond(), "actions/s")
 	}
-	b.ReportMetric(ms(0.50), "p50-late-ms")
-	b.ReportMetric(ms(0.90), "p90-late-ms")
-	b.ReportMetric(ms(0.99), "p99-late-ms")
-	b.ReportMetric(ms(1), "max-late-ms")
+	b.ReportMetric(ms(r.Lateness.P50), "p50-late-ms")
+	b.ReportMetric(ms(r.Lateness.P90), "p90-late-ms")
+	b.ReportMetric(ms(r.Lateness.P99), "p99-late-ms")
+	b.ReportMetric(ms(r.Lateness.Max), "max-late-ms")
 }
 
 // benchSystem is a running scheduler on the real clock, with the job store
@@ -309,8 +274,8 @@ func BenchmarkActionsBurst(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
 				s := startBench(b, workers)
-				k := newSink(b, n)
 				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
+				k := newSink(b, n, func(int) time.Time { return due })
 				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
 				k.wait(b, time.Until(due)+5*time.Minute)
 				k.report(b, true)
@@ -332,9 +297,9 @@ func BenchmarkActionsSteady(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
 				s := startBench(b, workers)
-				k := newSink(b, perSecond*seconds)
 				first := time.Now().Add(25 * time.Second).Truncate(time.Second)
 				due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }
+				k := newSink(b, perSecond*seconds, due)
 				s.importJobs(b, perSecond*seconds, k.URL+"/hook", first, due)
 				k.wait(b, time.Until(first)+seconds*time.Second+5*time.Minute)
 				k.report(b, false)
