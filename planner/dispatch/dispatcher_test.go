@@ -350,6 +350,18 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 		testkit.Eventually(t, 5*time.Second, func() bool { p, ok := pending("daily"); return ok && p.Expected.Equal(want) },
 			"not resumed at %s", want)
 	})
+	t.Run("a start time changed in the second the job was anchored moves its next run", func(t *testing.T) {
+		first := e.clock.Now().Add(2 * time.Hour).Truncate(time.Minute)
+		j := e.addJob(t, "moved", minuteJob(first, 0))
+		testkit.Eventually(t, 5*time.Second, func() bool { p, ok := pending("moved"); return ok && p.Expected.Equal(first) }, "not scheduled")
+		moved := first.Add(-time.Hour)
+		j.Properties.StartTime = &moved // Anchored stays: the clock has not moved
+		if _, err := e.store.UpdateJob(ctx, j, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 5*time.Second, func() bool { p, ok := pending("moved"); return ok && p.Expected.Equal(moved) },
+			"still scheduled at the old start time, not %s", moved)
+	})
 	t.Run("a run outside the schedule is published at once", func(t *testing.T) {
 		before := e.count(t)
 		j, err := e.store.GetJob(ctx, collection.Job("daily"))

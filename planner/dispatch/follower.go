@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -306,7 +308,7 @@ func (f *Follower) plan(p pendingJob, existing timer.Entry, found bool, tally co
 	if found && existing.Revision == j.Revision {
 		return nil, true // another planner, or a replay, got here first
 	}
-	if found && p.prev != nil && p.prev.job.Anchored.Equal(j.Anchored) {
+	if found && p.prev != nil && sameSchedule(&p.prev.job, &j) {
 		existing.Revision = j.Revision
 		return &existing, false
 	}
@@ -318,6 +320,21 @@ func (f *Follower) plan(p pendingJob, existing timer.Entry, found bool, tally co
 		first.Due = settled
 	}
 	return &first, false
+}
+
+// sameSchedule reports whether two versions of a job have the same
+// schedule: the same anchor, start time and recurrence. The anchor alone
+// does not tell, as it has whole seconds: a start time changed in the
+// second the job was anchored keeps it.
+func sameSchedule(a, b *store.Job) bool {
+	pa, pb := &a.Properties, &b.Properties
+	if !a.Anchored.Equal(b.Anchored) || (pa.StartTime == nil) != (pb.StartTime == nil) ||
+		(pa.StartTime != nil && !pa.StartTime.Equal(*pb.StartTime)) {
+		return false
+	}
+	ra, errA := json.Marshal(pa.Recurrence)
+	rb, errB := json.Marshal(pb.Recurrence)
+	return errA == nil && errB == nil && bytes.Equal(ra, rb)
 }
 
 // firstEntry is the first occurrence of a job being (re)scheduled. A job
