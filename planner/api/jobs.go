@@ -41,6 +41,18 @@ func (s *Server) renderJob(ctx context.Context, j store.Job) contracts.JobDefini
 // next execution is computed from the definition.
 func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.JobDefinition {
 	next, tallies := s.runtimes(ctx, jobs)
+	return s.render(jobs, next, tallies)
+}
+
+// renderNewJob renders a job just created without asking the timer, which
+// holds nothing of it yet: no counters, and its next execution from its
+// definition.
+func (s *Server) renderNewJob(j store.Job) contracts.JobDefinition {
+	return s.render([]store.Job{j}, nil, nil)[0]
+}
+
+// render renders jobs with what the timer said of them (nil when nothing).
+func (s *Server) render(jobs []store.Job, next []time.Time, tallies []contracts.Tally) []contracts.JobDefinition {
 	out := make([]contracts.JobDefinition, len(jobs))
 	for i, j := range jobs {
 		props := j.Properties.Redacted()
@@ -287,7 +299,11 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 			event = "job created"
 		}
 		s.audit(ctx, event, slog.String("job", jobID(ref)))
-		writeJSON(w, status, s.renderJob(ctx, saved))
+		if existing == nil {
+			writeJSON(w, status, s.renderNewJob(saved))
+		} else {
+			writeJSON(w, status, s.renderJob(ctx, saved))
+		}
 		return nil
 	}
 }

@@ -22,7 +22,7 @@ import (
 // them over one at a time, a million of them at start.
 const (
 	applyBatch = 1000
-	gatherFor  = 2 * time.Millisecond
+	gatherFor  = 10 * time.Millisecond
 )
 
 // rewatchAfter bounds the wait before the Follower watches the store again
