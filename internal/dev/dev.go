@@ -55,11 +55,22 @@ type Config struct {
 // Env is a running development environment.
 type Env struct {
 	lock    *dirLock
-	nats    *server.Server
+	nats    natsServer
 	redis   *miniredis.Miniredis
 	planner *service.Service
 	worker  *workerservice.Service
 	history *historyservice.Service
+}
+
+// natsServer is what an Env does with its embedded NATS server after
+// starting it. Env holds this rather than a *server.Server because a
+// package that uses a type naming the server's has the compiler generate
+// the server's generic types again (hundreds of functions), and the
+// command uses Env.
+type natsServer interface {
+	ClientURL() string
+	Shutdown()
+	WaitForShutdown()
 }
 
 // Start starts the embedded servers and the planner. It fails with
@@ -88,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 	// acknowledges it, as the deploy files' servers do; by default it
 	// would sync every two minutes, and a crash of the machine would lose
 	// what was acknowledged since. docs/benchmarks.md measures the cost.
-	e.nats, err = server.NewServer(&server.Options{
+	ns, err := server.NewServer(&server.Options{
 		ServerName: "scheduler-dev", Host: "127.0.0.1", Port: -1, JetStream: true,
 		StoreDir: store, SyncAlways: true, NoLog: true, NoSigs: true,
 	})
@@ -96,8 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Env, error) {
 		e.Stop(context.Background())
 		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
-	e.nats.Start()
-	if !e.nats.ReadyForConnections(10 * time.Second) {
+	e.nats = ns
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
 		e.Stop(context.Background())
 		return nil, errors.New("the embedded NATS server did not start")
 	}

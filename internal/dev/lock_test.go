@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
@@ -69,7 +71,11 @@ func TestDevSyncsEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Stop(context.Background())
-	if cfg := env.nats.JetStreamConfig(); cfg == nil || !cfg.SyncAlways {
+	ns, ok := env.nats.(*server.Server)
+	if !ok {
+		t.Fatalf("the embedded NATS server is a %T", env.nats)
+	}
+	if cfg := ns.JetStreamConfig(); cfg == nil || !cfg.SyncAlways {
 		t.Fatalf("JetStream config %+v, want SyncAlways", cfg)
 	}
 	if !logs.Contains("embedded NATS server started", "sync=\"always") {

@@ -225,7 +225,7 @@ type Service struct {
 	cfg      Config
 	nc       *nats.Conn
 	watch    *health.NATSWatch
-	rdb      redis.UniversalClient
+	rdb      timer.Conn
 	engine   *dispatch.Engine
 	feedback *feedback.Consumer
 	intake   *intake.Intake
@@ -280,7 +280,7 @@ func (s *Service) start(ctx context.Context) error {
 		return err
 	}
 	s.watch = health.WatchNATS(s.nc, health.NATSConfig{})
-	if s.rdb, err = redisClient(cfg.RedisURL, cfg.RedisCluster, redisTLS); err != nil {
+	if s.rdb, err = timer.Dial(cfg.RedisURL, cfg.RedisCluster, redisTLS.apply); err != nil {
 		return err
 	}
 	if err := streams.RetryWhile(ctx, "Redis", redisTransient, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }); err != nil {
@@ -429,26 +429,6 @@ func (s *Service) authenticators(ctx context.Context) ([]api.Authenticator, erro
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-// redisClient connects to one Redis server, or to a Redis Cluster. With a
-// rediss:// URL, tlsFiles (when not nil) adds authorities and a client
-// certificate to the TLS the URL asks for.
-func redisClient(url string, cluster bool, tlsFiles *redisTLSFiles) (redis.UniversalClient, error) {
-	if cluster {
-		opts, err := redis.ParseClusterURL(url)
-		if err != nil {
-			return nil, fmt.Errorf("the Redis Cluster URL: %w", err)
-		}
-		tlsFiles.apply(opts.TLSConfig)
-		return redis.NewClusterClient(opts), nil
-	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("the Redis URL: %w", err)
-	}
-	tlsFiles.apply(opts.TLSConfig)
-	return redis.NewClient(opts), nil
 }
 
 // redisTransient reports whether a failed Redis ping is worth repeating:

@@ -17,7 +17,7 @@ import (
 // in one process or many, may share one Redis and one Config; each is safe
 // for concurrent use.
 type Index struct {
-	rdb   redis.UniversalClient
+	rdb   Client
 	cfg   Config
 	parts []partitionKeys
 	// rotor picks the partition a Claim starts at; it starts at random so
@@ -25,9 +25,26 @@ type Index struct {
 	rotor atomic.Uint32
 }
 
+// Client is the part of a Redis client the Index uses: scripts, pipelines
+// and two plain commands. Every redis.UniversalClient (a client of one
+// server, of a Sentinel group or of a Redis Cluster) is one.
+//
+// The Index holds this rather than a redis.UniversalClient because a call
+// through that interface, with its hundreds of commands, has the compiler
+// generate go-redis's whole client method set again in every package that
+// makes one, and in every package that uses the Index.
+type Client interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+}
+
 // New returns an Index over rdb, which may be a client of one server, of a
 // Sentinel group or of a Redis Cluster.
-func New(rdb redis.UniversalClient, cfg Config) (*Index, error) {
+func New(rdb Client, cfg Config) (*Index, error) {
 	if rdb == nil {
 		return nil, errors.New("creating the timer index: the Redis client is nil")
 	}
