@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
@@ -78,7 +81,12 @@ func waitLen(tb testing.TB, ix *timer.Index, n int64, within time.Duration) {
 }
 
 // BenchmarkBurst: 100,000 occurrences due at the same instant, with one and
-// with two planners; reports how fast all of them are published.
+// with two planners; reports how fast all of them are published, and the
+// ceilings measured in the same run on the same servers, each with the
+// burst's rate as a fraction of it: what JetStream stores per second when
+// nothing else runs (publish-ceiling), and what the timer claims and
+// commits per second (redis-ceiling). dispatch-errors counts the errors the
+// planners logged (a publish that stalled, a commit that failed).
 func BenchmarkBurst(b *testing.B) {
 	for _, planners := range []int{1, 2} {
 		b.Run(fmt.Sprintf("planners=%d", planners), func(b *testing.B) {
@@ -93,12 +101,19 @@ func burst(b *testing.B, planners, n int) {
 	e := setup(b)
 	due := t0.Add(time.Minute)
 	importJobs(b, e, n, func(int) string { return oneTimeJob(due) })
+	errorsLogged := &errorCounter{Handler: slog.Default().Handler()}
 	var ds []*Engine
 	for range planners {
-		ds = append(ds, e.planner(b, func(c *Config) { c.Batch, c.MaxIdle = 0, 50*time.Millisecond })) // the default batch
+		ds = append(ds, e.planner(b, func(c *Config) {
+			c.Batch, c.MaxIdle = 0, 50*time.Millisecond // the default batch
+			c.Logger = slog.New(errorsLogged)
+		}))
 	}
 	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
 	waitLen(b, ix, int64(n), 5*time.Minute)
+	publishCeiling := publishCeiling(b, e, due, n)
+	redisCeiling := claimCommitCeiling(b, e, due, n)
+
 	start := time.Now()
 	e.clock.Set(due)
 	for _, d := range ds {
@@ -106,8 +121,141 @@ func burst(b *testing.B, planners, n int) {
 	}
 	testkit.Eventually(b, 5*time.Minute, func() bool { return e.count(b) >= n }, "not all published")
 	elapsed := time.Since(start)
+	rate := float64(n) / elapsed.Seconds()
 	b.ReportMetric(elapsed.Seconds(), "s-to-publish-all")
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "occurrences/s")
+	b.ReportMetric(rate, "occurrences/s")
+	b.ReportMetric(publishCeiling, "publish-ceiling-msgs/s")
+	b.ReportMetric(rate/publishCeiling, "of-publish-ceiling")
+	b.ReportMetric(redisCeiling, "redis-ceiling-occ/s")
+	b.ReportMetric(rate/redisCeiling, "of-redis-ceiling")
+	b.ReportMetric(float64(errorsLogged.n.Load()), "dispatch-errors")
+}
+
+// errorCounter counts the error records it passes on to Handler.
+type errorCounter struct {
+	slog.Handler
+	n atomic.Int64
+}
+
+func (c *errorCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		c.n.Add(1)
+	}
+	return c.Handler.Handle(ctx, r)
+}
+
+// publishCeiling measures how many executions per second JetStream stores
+// on e's server when nothing else publishes: n messages with the size and
+// headers of the execution of e's first job (a Nats-Msg-Id each),
+// published asynchronously with as many acknowledgements pending as the
+// dispatcher allows, to a stream with the EXEC stream's configuration under
+// another name. The stream is deleted afterwards.
+func publishCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
+	ctx := context.Background()
+	ref := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: "c0000"}.Job("job-0000000")
+	job, err := e.store.GetJob(ctx, ref)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := timer.Claim{Entry: timer.Entry{JobKey: ref.KVKey(), Due: due, Expected: due, Occurrence: 1, Action: contracts.MainAction}}
+	tmpl, err := buildExecution(e.sealer, c, job, due, time.Minute, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, err := e.js.Stream(ctx, contracts.ExecStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := exec.CachedInfo().Config
+	cfg.Name, cfg.Subjects = "CEILING", []string{"ceiling.>"}
+	stream, err := e.js.CreateStream(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := e.js.DeleteStream(ctx, cfg.Name); err != nil {
+			b.Error(err)
+		}
+	}()
+	nc, _ := testkit.JetStream(b, e.ns)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow))
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := "ceiling." + strings.TrimPrefix(tmpl.Subject, contracts.ExecSubjectPrefix)
+	traceParent := tmpl.Header.Get(contracts.TraceParentHeader)
+	start := time.Now()
+	for i := range n {
+		m := nats.NewMsg(subject)
+		m.Data = tmpl.Data
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-%07d", tmpl.Header.Get(jetstream.MsgIDHeader), i))
+		m.Header.Set(contracts.TraceParentHeader, traceParent)
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(5 * time.Minute):
+		b.Fatal("the acknowledgements did not come")
+	}
+	elapsed := time.Since(start)
+	info, err := stream.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info.State.Msgs != uint64(n) {
+		b.Fatalf("the ceiling's stream holds %d messages, want %d", info.State.Msgs, n)
+	}
+	return float64(n) / elapsed.Seconds()
+}
+
+// claimCommitCeiling measures how many occurrences per second the timer
+// claims and commits on e's Redis when nothing else runs: n entries due at
+// one instant, claimed a default Batch at a time, each batch then committed
+// with one CommitAll, under a prefix of their own that is flushed
+// afterwards.
+func claimCommitCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
+	ctx := context.Background()
+	prefix := e.prefix + "-ceiling"
+	defer testkit.FlushPrefix(e.rdb, prefix)
+	ix, err := timer.New(e.rdb, timer.Config{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	entries := make([]timer.Entry, n)
+	for i := range entries {
+		ref := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: fmt.Sprintf("c%04d", i/1000)}.Job(fmt.Sprintf("job-%07d", i))
+		entries[i] = timer.Entry{JobKey: ref.KVKey(), Due: due, Expected: due, Occurrence: 1, Action: contracts.MainAction, Revision: uint64(i + 1)}
+	}
+	if err := ix.ScheduleAll(ctx, entries); err != nil {
+		b.Fatal(err)
+	}
+	batch := Config{}.withDefaults().Batch
+	start := time.Now()
+	claimed := 0
+	for {
+		claims, err := ix.Claim(ctx, due, time.Minute, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(claims) == 0 {
+			break
+		}
+		claimed += len(claims)
+		completions := make([]timer.Completion, len(claims))
+		for i, c := range claims {
+			completions[i] = timer.Completion{Claim: c}
+		}
+		if err := ix.CommitAll(ctx, completions); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	if claimed != n {
+		b.Fatalf("claimed %d entries, want %d", claimed, n)
+	}
+	return float64(n) / elapsed.Seconds()
 }
 
 // BenchmarkSteady: 5,000 occurrences due every second for 60 seconds, on

@@ -24,6 +24,15 @@ import (
 // commits what follows it. Any number of dispatchers, in any number of
 // processes, share one timer.
 //
+// Three goroutines make a pipeline, so that Redis and JetStream work side
+// by side: the dispatch loop claims a batch and builds its messages; the
+// publisher publishes each at its due time; the settler waits for
+// JetStream's acknowledgements in the order of publication and commits the
+// stored attempts in batches. The loop claims the next batch while the
+// publisher publishes the last. At most publishWindow acknowledgements are
+// awaited at once, JetStream's limit on pending ones, so a publish never
+// stalls.
+//
 // No publish is waited for without a bound: an attempt JetStream has not
 // acknowledged within Config.PublishTimeout (its stream's leader died, the
 // connection broke) is released, to be claimed and published again under
@@ -40,15 +49,42 @@ type Dispatcher struct {
 	// sleepUntil is when the loop, asleep, looks at the timer next (unix
 	// ns of Config.Now); 0 while it is not asleep.
 	sleepUntil atomic.Int64
-	// progressAt is when the loop last finished a round without a failure
-	// (unix ns of the real clock), lastErr the failure of the last round.
+	// batches carries the built attempts of each round to the publisher,
+	// published carries each published attempt to the settler, and window
+	// holds a token for each attempt published whose acknowledgement the
+	// settler has not seen.
+	batches   chan []pending
+	published chan pending
+	window    chan struct{}
+	// unsettled counts the attempts built and not yet committed or
+	// released; failures counts the publisher's and the settler's
+	// failures. A round counts as progress only when it leaves nothing
+	// unsettled and no failure came meanwhile.
+	unsettled atomic.Int64
+	failures  atomic.Int64
+	// progressAt is when dispatch last made progress (unix ns of the real
+	// clock): such a round, or a batch settled without a failure. lastErr
+	// is the last failure.
 	progressAt atomic.Int64
 	errMu      sync.Mutex
 	lastErr    error
 }
 
+// publishWindow is the most acknowledgements the publisher awaits at once,
+// and its JetStream context's limit on pending ones
+// (PublishAsyncMaxPending). It is above the default Batch, so that a batch
+// of executions due at the same instant is published without waiting for
+// an acknowledgement.
+const publishWindow = 8192
+
+// commitBatch is the most stored attempts the settler commits in one call.
+const commitBatch = 1000
+
 func newDispatcher(js jetstream.JetStream, ix *timer.Index, jobs *Jobs, fu *FollowUps, cfg Config) *Dispatcher {
-	return &Dispatcher{js: js, ix: ix, jobs: jobs, followUps: fu, cfg: cfg, kick: make(chan struct{}, 1)}
+	return &Dispatcher{
+		js: js, ix: ix, jobs: jobs, followUps: fu, cfg: cfg, kick: make(chan struct{}, 1),
+		batches: make(chan []pending), published: make(chan pending, publishWindow), window: make(chan struct{}, publishWindow),
+	}
 }
 
 // Start starts dispatching.
@@ -77,8 +113,8 @@ func (d *Dispatcher) WakeFor(due time.Time) {
 }
 
 // Stalled reports why the dispatcher made no progress for longer than
-// Config.StallAfter: rounds that keep failing, or a round that does not
-// end. Empty while it makes progress.
+// Config.StallAfter: rounds, publications or commits that keep failing, or
+// a round that does not end. Empty while it makes progress.
 func (d *Dispatcher) Stalled() string {
 	since := time.Since(time.Unix(0, d.progressAt.Load()))
 	if since <= d.cfg.StallAfter {
@@ -94,20 +130,35 @@ func (d *Dispatcher) Stalled() string {
 	return why
 }
 
-// run claims and publishes due occurrences, then sleeps until the earliest
-// due time, a wake-up, or MaxIdle.
+// failed notes and logs a failure.
+func (d *Dispatcher) failed(err error) {
+	d.errMu.Lock()
+	d.lastErr = err
+	d.errMu.Unlock()
+	d.cfg.Logger.Error("dispatching", slog.String("error", err.Error()))
+}
+
+// settled notes that n attempts are committed or released.
+func (d *Dispatcher) settled(n int) { d.unsettled.Add(-int64(n)) }
+
+// run claims due occurrences and builds their messages, hands them to the
+// publisher, then sleeps until the earliest due time, a wake-up, or
+// MaxIdle. The publisher and the settler run beside it and end with it.
 func (d *Dispatcher) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { d.publish(ctx) })
+	wg.Go(func() { d.settle(ctx) })
+	defer wg.Wait()
 	for ctx.Err() == nil {
+		failures := d.failures.Load()
 		n, err := d.round(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		d.errMu.Lock()
-		d.lastErr = err
-		d.errMu.Unlock()
-		if err != nil {
-			d.cfg.Logger.Error("dispatching", slog.String("error", err.Error()))
-		} else {
+		switch {
+		case err != nil:
+			d.failed(err)
+		case d.unsettled.Load() == 0 && d.failures.Load() == failures:
 			d.progressAt.Store(time.Now().UnixNano())
 		}
 		if n >= d.cfg.Batch {
@@ -144,12 +195,13 @@ type pending struct {
 	msg       *nats.Msg
 	ack       jetstream.PubAckFuture
 	next      *timer.Entry
+	claimed   time.Time
 	published time.Time
 }
 
 // round claims up to Batch occurrences due within the lookahead, builds
-// their messages, publishes each at its due time and commits the published
-// ones. It returns how many it claimed.
+// their messages and hands them to the publisher, waiting while it
+// publishes the batch before. It returns how many it claimed.
 func (d *Dispatcher) round(ctx context.Context) (int, error) {
 	now := d.cfg.Now()
 	// Claim may return claims together with an error: they are in flight
@@ -160,24 +212,14 @@ func (d *Dispatcher) round(ctx context.Context) (int, error) {
 	}
 	errs := []error{claimErr}
 	ready := d.prepare(ctx, claims, now, &errs)
-	inFlight := make([]pending, 0, len(ready))
-	for i, p := range ready {
-		if err := d.waitUntil(ctx, p.claim.Due); err != nil {
+	if len(ready) > 0 {
+		d.unsettled.Add(int64(len(ready)))
+		select {
+		case d.batches <- ready:
+		case <-ctx.Done():
 			// Left claimed: the lease expiry returns them to the due set.
-			return len(claims), err
+			return len(claims), ctx.Err()
 		}
-		ack, err := d.js.PublishMsgAsync(p.msg)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
-			continue
-		}
-		ready[i].ack, ready[i].published = ack, d.cfg.Now()
-		inFlight = append(inFlight, ready[i])
-	}
-	completions, err := d.await(ctx, inFlight, now)
-	errs = append(errs, err)
-	if len(completions) > 0 {
-		errs = append(errs, d.ix.CommitAll(ctx, completions))
 	}
 	return len(claims), errors.Join(errs...)
 }
@@ -233,55 +275,167 @@ func (d *Dispatcher) skip(ctx context.Context, c timer.Claim, next *timer.Entry)
 	return d.ix.Commit(ctx, c, next)
 }
 
-// await waits for JetStream to acknowledge the published attempts, at most
-// PublishTimeout after the last was published, and returns the
-// completions of those stored. An attempt whose acknowledgement failed or
-// did not come in time is released: it is due again at once, and its next
-// publication under the same Nats-Msg-Id is stored once.
-func (d *Dispatcher) await(ctx context.Context, inFlight []pending, claimed time.Time) ([]timer.Completion, error) {
-	completions := make([]timer.Completion, 0, len(inFlight))
-	var errs []error
-	deadline := time.NewTimer(d.cfg.PublishTimeout)
-	defer deadline.Stop()
-	expired := false
-	for _, p := range inFlight {
-		var err error
-		if !expired {
+// publish publishes each attempt handed over at its due time, never
+// earlier, and passes it on to the settler. It returns when ctx ends,
+// leaving what it holds claimed: the lease expiry returns it to the due set.
+func (d *Dispatcher) publish(ctx context.Context) {
+	for {
+		var batch []pending
+		select {
+		case batch = <-d.batches:
+		case <-ctx.Done():
+			return
+		}
+		var errs []error
+		for _, p := range batch {
+			if d.waitUntil(ctx, p.claim.Due) != nil {
+				return
+			}
 			select {
-			case <-p.ack.Ok():
-			case err = <-p.ack.Err():
+			case d.window <- struct{}{}:
 			case <-ctx.Done():
-				// Left claimed: its lease expires and another planner (or
-				// this one, restarted) publishes it again, deduplicated by
-				// its id.
-				return completions, ctx.Err()
-			case <-deadline.C:
-				expired = true
+				return
 			}
+			ack, err := d.js.PublishMsgAsync(p.msg)
+			if err != nil {
+				<-d.window
+				errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
+				d.failures.Add(1)
+				d.settled(1)
+				continue
+			}
+			p.ack, p.published = ack, d.cfg.Now()
+			d.published <- p // never blocks: it holds as many as the window
 		}
-		if expired {
-			// Only an acknowledgement already there counts now.
+		if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
+			d.failed(err)
+		}
+	}
+}
+
+// settle waits for the acknowledgement of each published attempt, in the
+// order of publication, and commits the stored ones in batches: when no
+// acknowledgement is at hand or commitBatch are waiting. An attempt whose
+// acknowledgement failed or did not come within PublishTimeout of its
+// publication is released: it is due again at once, and its next
+// publication under the same Nats-Msg-Id is stored once. It returns when
+// ctx ends, leaving what it holds claimed: the leases expire and another
+// planner (or this one, restarted) publishes those attempts again,
+// deduplicated by their ids.
+func (d *Dispatcher) settle(ctx context.Context) {
+	stored := make([]pending, 0, commitBatch)
+	var errs []error
+	commit := func() {
+		d.commit(ctx, stored, errs)
+		stored, errs = stored[:0], nil
+	}
+	timeout := time.NewTimer(time.Hour)
+	defer timeout.Stop()
+	for {
+		var p pending
+		select {
+		case p = <-d.published:
+		case <-ctx.Done():
+			return
+		default:
+			// Nothing published waits: commit what is stored, then wait.
+			commit()
 			select {
-			case <-p.ack.Ok():
-			case err = <-p.ack.Err():
-			default:
-				err = fmt.Errorf("no acknowledgement within %s", d.cfg.PublishTimeout)
+			case p = <-d.published:
+			case <-ctx.Done():
+				return
 			}
 		}
+		known, err := d.acknowledged(ctx, p, timeout, false)
+		if !known {
+			// Not there yet: commit what is stored while it comes.
+			commit()
+			_, err = d.acknowledged(ctx, p, timeout, true)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		<-d.window
 		if err != nil {
 			errs = append(errs, fmt.Errorf("publishing %s: %w", p.claim.JobKey, err), d.ix.Release(ctx, p.claim))
+			// Counted after the release and before it counts as
+			// settled: a round that sees nothing unsettled either
+			// claimed it again or sees the failure.
+			d.failures.Add(1)
+			d.settled(1)
 			continue
 		}
-		completions = append(completions, timer.Completion{Claim: p.claim, Next: p.next})
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.Dispatched(events.Dispatched{
 				JobKey: p.claim.JobKey, Action: p.claim.Action, Occurrence: p.claim.Occurrence, Attempt: p.claim.Attempt,
 				Due: p.claim.Due, TraceParent: p.msg.Header.Get(contracts.TraceParentHeader),
-				Claimed: claimed, Published: p.published, Stored: d.cfg.Now(),
+				Claimed: p.claimed, Published: p.published, Stored: d.cfg.Now(),
 			})
 		}
+		stored = append(stored, p)
+		if len(stored) == commitBatch {
+			commit()
+		}
 	}
-	return completions, errors.Join(errs...)
+}
+
+// acknowledged reports the outcome of p's publication once it is known:
+// nil once JetStream stored it, an error when it refused it or did not
+// answer within PublishTimeout of its publication. Without wait it returns
+// at once, with known false when the outcome is not there yet.
+func (d *Dispatcher) acknowledged(ctx context.Context, p pending, timeout *time.Timer, wait bool) (known bool, err error) {
+	select {
+	case <-p.ack.Ok():
+		return true, nil
+	case err := <-p.ack.Err():
+		return true, err
+	default:
+	}
+	if !wait {
+		return false, nil
+	}
+	timeout.Reset(max(p.published.Add(d.cfg.PublishTimeout).Sub(d.cfg.Now()), 0))
+	select {
+	case <-p.ack.Ok():
+		return true, nil
+	case err := <-p.ack.Err():
+		return true, err
+	case <-ctx.Done():
+		return true, ctx.Err()
+	case <-timeout.C:
+		// Only an acknowledgement already there counts now.
+		if known, err := d.acknowledged(ctx, p, timeout, false); known {
+			return true, err
+		}
+		return true, fmt.Errorf("no acknowledgement within %s", d.cfg.PublishTimeout)
+	}
+}
+
+// commit commits the stored attempts. failures are those of the attempts
+// settled since the last commit: none and a commit without error are
+// progress.
+func (d *Dispatcher) commit(ctx context.Context, stored []pending, failures []error) {
+	var err error
+	if len(stored) > 0 {
+		completions := make([]timer.Completion, len(stored))
+		for i, p := range stored {
+			completions[i] = timer.Completion{Claim: p.claim, Next: p.next}
+		}
+		if err = d.ix.CommitAll(ctx, completions); err != nil {
+			// Counted before they count as settled, so that no round
+			// sees nothing unsettled and this failure not yet counted.
+			d.failures.Add(1)
+		}
+		d.settled(len(stored))
+	}
+	if ctx.Err() != nil {
+		return // stopped: what failed is left claimed, as in a round
+	}
+	if err := errors.Join(append(failures, err)...); err != nil {
+		d.failed(err)
+	} else if len(stored) > 0 {
+		d.progressAt.Store(time.Now().UnixNano())
+	}
 }
 
 // waitUntil returns when the clock reaches at, so that no execution is

@@ -188,13 +188,15 @@ type Engine struct {
 // New returns an engine over the job store st, the follow-ups fu and the
 // timer ix; Start runs it. Executions are published on js's connection
 // through a JetStream context of their own, which forgets the
-// acknowledgements that do not come within PublishTimeout.
+// acknowledgements that do not come within PublishTimeout and allows as
+// many pending as the dispatcher's window.
 func New(js jetstream.JetStream, st *store.Store, fu *store.FollowUps, ix *timer.Index, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	publisher, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout))
+	publisher, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout),
+		jetstream.WithPublishAsyncMaxPending(publishWindow))
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: JetStream: %w", err)
 	}

@@ -65,3 +65,52 @@ func TestAJobSealedInFormatV1RunsWithAnExecutionSealedInFormatV2(t *testing.T) {
 		t.Fatalf("the execution opened as %+v (%v)", a, err)
 	}
 }
+
+// An execution is encoded byte for byte as json.Marshal encodes it.
+func TestAppendExecutionEncodesAsJSONMarshal(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	base := contracts.Execution{
+		Version: contracts.MessageVersion, OccurrenceID: "0123456789abcdef0123456789abcdef", OccurrenceKey: "sub/rg/jc/job/20260301T093000Z/MainAction/0",
+		Job: contracts.JobRef{Subscription: "sub", ResourceGroup: "rg", Collection: "jc", Job: "job"}, ActionName: contracts.MainAction,
+		Occurrence: 3, Attempt: 0, ExpectedTime: at, DispatchedAt: at.Add(-499999 * time.Microsecond),
+		Timeout: 60000,
+	}
+	action, err := json.Marshal(contracts.JobAction{Type: "Http", Request: &contracts.HTTPRequest{URI: "https://example.com/?a=1&b=<2>", Method: "POST"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Action = action
+	for _, tt := range []struct {
+		name string
+		edit func(x *contracts.Execution)
+	}{
+		{"an attempt of the schedule", func(*contracts.Execution) {}},
+		{"the last attempt of the last occurrence, with a revision", func(x *contracts.Execution) {
+			x.Revision, x.LastAttempt, x.LastOccurrence, x.Attempt, x.ActionName = 42, true, true, 3, contracts.ErrorAction
+		}},
+		{"a run outside the schedule, at a millisecond", func(x *contracts.Execution) {
+			x.Occurrence, x.ExpectedTime = 0, at.Add(123*time.Millisecond)
+		}},
+		{"names that need escapes", func(x *contracts.Execution) {
+			x.Job.Job, x.Job.Collection, x.OccurrenceKey = `a"b\c`, "<jc>&é\u2028\x01", "k\t"
+		}},
+		{"no action", func(x *contracts.Execution) { x.Action = nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := base
+			tt.edit(&x)
+			want, err := json.Marshal(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendExecution(nil, &x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("appendExecution:\n%s\njson.Marshal:\n%s", got, want)
+			}
+		})
+	}
+}

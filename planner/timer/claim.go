@@ -58,18 +58,21 @@ end
 return out
 `)
 
-// Claim claims up to max entries due at or before now, each for lease: until
-// now+lease no other Claim returns it, and afterwards Reclaim makes it due
-// again. However many planners claim at once, each due entry goes to exactly
-// one of them.
+// Claim claims up to most entries due at or before now, each for lease:
+// until now+lease no other Claim returns it, and afterwards Reclaim makes it
+// due again. However many planners claim at once, each due entry goes to
+// exactly one of them.
 //
-// Claim visits the partitions starting at a rotating one, moving at most
-// Config.Batch entries per Lua call, and returns the claims ordered by due
-// time (within a partition, due order is claim order). The entries are in
-// flight from the moment they are claimed, so Claim returns the claims it
-// made even together with an error; they must be committed or released, or
-// they come back after the lease.
-func (ix *Index) Claim(ctx context.Context, now time.Time, lease time.Duration, max int) ([]Claim, error) {
+// Claim spreads what it asks for over the partitions, starting at a
+// rotating one, at most Config.Batch entries per Lua call, and sends the
+// calls of all partitions in one pipeline: thousands of claims take a few
+// round trips. A partition whose call examined fewer entries than asked is
+// not asked again. The claims come ordered by due time (within a partition,
+// due order is claim order). The entries are in flight from the moment they
+// are claimed, so Claim returns the claims it made even together with an
+// error; they must be committed or released, or they come back after the
+// lease.
+func (ix *Index) Claim(ctx context.Context, now time.Time, lease time.Duration, most int) ([]Claim, error) {
 	if lease < time.Millisecond {
 		return nil, fmt.Errorf("claiming due entries: lease %v is shorter than a millisecond", lease)
 	}
@@ -77,14 +80,44 @@ func (ix *Index) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 	nowMs, expiry := now.UnixMilli(), now.Add(lease).UnixMilli()
 	n := len(ix.parts)
 	start := int(ix.rotor.Add(1) % uint32(n))
-	var err error
-	for i := 0; i < n && len(claims) < max && err == nil; i++ {
-		keys := ix.parts[(start+i)%n]
-		err = ix.batches(ctx, max-len(claims), func(limit int) (int, error) {
-			token := newToken()
-			res, err := claimScript.Run(ctx, ix.rdb, keys, nowMs, expiry, limit, token).Slice()
+	// active are the partitions that may hold more due entries.
+	active := make([]int, n)
+	for i := range active {
+		active[i] = (start + i) % n
+	}
+	type call struct {
+		part, limit int
+		token       string
+		cmd         *redis.Cmd
+	}
+	var errs []error
+	for len(active) > 0 && len(claims) < most && len(errs) == 0 {
+		remaining := most - len(claims)
+		per := min(ix.cfg.Batch, max(1, remaining/len(active)))
+		pipe := ix.rdb.Pipeline()
+		var calls []call
+		for _, p := range active {
+			if remaining == 0 {
+				break
+			}
+			c := call{part: p, limit: min(per, remaining), token: newToken()}
+			remaining -= c.limit
+			c.cmd = claimScript.EvalSha(ctx, pipe, ix.parts[p], nowMs, expiry, c.limit, c.token)
+			calls = append(calls, c)
+		}
+		_, _ = pipe.Exec(ctx) // each command's error is checked below
+		// The partitions not asked this time stay active, followed by
+		// those that may hold more.
+		active = slices.Clone(active[len(calls):])
+		for _, c := range calls {
+			res, err := c.cmd.Slice()
+			if isNoScript(err) {
+				// It did not run: run it again with EVAL.
+				res, err = claimScript.Run(ctx, ix.rdb, ix.parts[c.part], nowMs, expiry, c.limit, c.token).Slice()
+			}
 			if err != nil {
-				return 0, err
+				errs = append(errs, err)
+				continue
 			}
 			examined, values, err := scriptResult(res)
 			for _, v := range values {
@@ -93,13 +126,21 @@ func (ix *Index) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 					err = errors.Join(err, perr)
 					continue
 				}
-				claims = append(claims, Claim{Entry: e, Token: token})
+				claims = append(claims, Claim{Entry: e, Token: c.token})
 			}
-			return examined, err
-		})
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if examined == c.limit {
+				active = append(active, c.part)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	slices.SortStableFunc(claims, func(a, b Claim) int { return a.Due.Compare(b.Due) })
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return claims, fmt.Errorf("claiming due entries: %w", err)
 	}
 	return claims, nil
