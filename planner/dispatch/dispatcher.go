@@ -62,6 +62,12 @@ type Dispatcher struct {
 	// unsettled and no failure came meanwhile.
 	unsettled atomic.Int64
 	failures  atomic.Int64
+	// publishing is set while the publisher publishes a batch that is
+	// due: the settler then leaves its commits for later, so as not to
+	// take from the publisher the time the last of the batch wait for.
+	// paused tells the settler that publishing was cleared.
+	publishing atomic.Bool
+	paused     chan struct{}
 	// progressAt is when dispatch last made progress (unix ns of the real
 	// clock): such a round, or a batch settled without a failure. lastErr
 	// is the last failure.
@@ -84,6 +90,7 @@ func newDispatcher(js jetstream.JetStream, ix *timer.Index, jobs *Jobs, fu *Foll
 	return &Dispatcher{
 		js: js, ix: ix, jobs: jobs, followUps: fu, cfg: cfg, kick: make(chan struct{}, 1),
 		batches: make(chan []pending), published: make(chan pending, publishWindow), window: make(chan struct{}, publishWindow),
+		paused: make(chan struct{}, 1),
 	}
 }
 
@@ -288,9 +295,13 @@ func (d *Dispatcher) publish(ctx context.Context) {
 		}
 		var errs []error
 		for _, p := range batch {
-			if d.waitUntil(ctx, p.claim.Due) != nil {
-				return
+			if d.cfg.Now().Before(p.claim.Due) {
+				d.pause()
+				if d.waitUntil(ctx, p.claim.Due) != nil {
+					return
+				}
 			}
+			d.publishing.Store(true)
 			select {
 			case d.window <- struct{}{}:
 			case <-ctx.Done():
@@ -307,9 +318,19 @@ func (d *Dispatcher) publish(ctx context.Context) {
 			p.ack, p.published = ack, d.cfg.Now()
 			d.published <- p // never blocks: it holds as many as the window
 		}
+		d.pause()
 		if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
 			d.failed(err)
 		}
+	}
+}
+
+// pause clears publishing and tells the settler.
+func (d *Dispatcher) pause() {
+	d.publishing.Store(false)
+	select {
+	case d.paused <- struct{}{}:
+	default:
 	}
 }
 
@@ -339,9 +360,13 @@ func (d *Dispatcher) settle(ctx context.Context) {
 			return
 		default:
 			// Nothing published waits: commit what is stored, then wait.
-			commit()
+			if !d.publishing.Load() {
+				commit()
+			}
 			select {
 			case p = <-d.published:
+			case <-d.paused:
+				continue // commit what is stored now
 			case <-ctx.Done():
 				return
 			}
@@ -349,7 +374,9 @@ func (d *Dispatcher) settle(ctx context.Context) {
 		known, err := d.acknowledged(ctx, p, timeout, false)
 		if !known {
 			// Not there yet: commit what is stored while it comes.
-			commit()
+			if !d.publishing.Load() {
+				commit()
+			}
 			_, err = d.acknowledged(ctx, p, timeout, true)
 		}
 		if ctx.Err() != nil {
@@ -373,7 +400,7 @@ func (d *Dispatcher) settle(ctx context.Context) {
 			})
 		}
 		stored = append(stored, p)
-		if len(stored) == commitBatch {
+		if len(stored) >= commitBatch && !d.publishing.Load() || len(stored) >= publishWindow {
 			commit()
 		}
 	}
