@@ -20,7 +20,6 @@ import (
 	"github.com/jobscheduler/scheduler/internal/loadtest"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
-	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/service"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
@@ -189,39 +188,18 @@ func startBench(b *testing.B, workers int) *benchSystem {
 // (for the writing) or a second (for the scheduling) before first.
 func (s *benchSystem) importJobs(b *testing.B, n int, url string, first time.Time, due func(i int) time.Time) {
 	b.Helper()
-	ctx := context.Background()
-	jobs := make([]store.Job, 0, 10_000)
-	flush := func() {
-		if err := s.store.ImportJobs(ctx, jobs); err != nil {
-			b.Fatal(err)
-		}
-		jobs = jobs[:0]
-	}
-	for i := range n {
-		coll := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: fmt.Sprintf("c%04d", i/1000)}
-		if i%1000 == 0 {
-			if _, err := s.store.PutCollection(ctx, store.Collection{Ref: coll}, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		def := fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": %q, "method": "POST"}}}`,
+	err := loadtest.ImportJobs(context.Background(), s.store, n, time.Now(), func(i int) string {
+		return fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": %q, "method": "POST"}}}`,
 			due(i).UTC().Format(time.RFC3339), url)
-		p, errs := planner.ParseJob([]byte(def), time.Now())
-		if len(errs) > 0 {
-			b.Fatal(errs)
-		}
-		p.State = contracts.JobStateEnabled
-		jobs = append(jobs, store.Job{Ref: coll.Job(fmt.Sprintf("job-%07d", i)), Properties: p})
-		if len(jobs) == cap(jobs) {
-			flush()
-		}
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	flush()
 	if left := time.Until(first); left < quietBeforeDue {
 		b.Fatalf("writing %d jobs left %s before the first due time, want at least %s: start further ahead", n, left.Round(time.Millisecond), quietBeforeDue)
 	}
 	testkit.Eventually(b, time.Until(first)-time.Second, func() bool {
-		got, err := s.timer.Len(ctx)
+		got, err := s.timer.Len(context.Background())
 		return err == nil && got == int64(n) && s.planner.Ready()
 	}, "the planner did not schedule the %d jobs a second before the first was due", n)
 }

@@ -20,10 +20,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/loadtest"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
-	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
@@ -43,8 +42,6 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	// jobsPerCollection is how many jobs each collection of the import holds.
-	jobsPerCollection = 1000
 	// readyWithin bounds the wait for the roles to be ready and for the
 	// planner to have scheduled every job.
 	readyWithin = 30 * time.Minute
@@ -203,7 +200,7 @@ func natsServer(b *testing.B) *testkit.NATSNode {
 }
 
 // importJobs writes n enabled jobs into the job store, in collections of
-// jobsPerCollection: each calls its own HTTP endpoint every 15 minutes,
+// 1,000 (loadtest.ImportJobs): each calls its own HTTP endpoint every 15 minutes,
 // starting a day from now (spread over the first 15 minutes), so that none
 // is due while the benchmark runs. It seals them with key, the roles' key.
 func importJobs(b *testing.B, natsURL, key string, n int) {
@@ -232,33 +229,13 @@ func importJobs(b *testing.B, natsURL, key string, n int) {
 	}
 	now := time.Now().UTC()
 	first := now.Add(24 * time.Hour).Truncate(time.Second)
-	batch := make([]store.Job, 0, 10*jobsPerCollection)
-	flush := func() {
-		if err := st.ImportJobs(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-		batch = batch[:0]
-	}
-	for i := range n {
-		coll := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: fmt.Sprintf("c%04d", i/jobsPerCollection)}
-		if i%jobsPerCollection == 0 {
-			if _, err := st.PutCollection(ctx, store.Collection{Ref: coll}, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		definition := fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": "https://example.com/hooks/%d", "method": "POST"}},
+	err = loadtest.ImportJobs(ctx, st, n, now, func(i int) string {
+		return fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": "https://example.com/hooks/%d", "method": "POST"}},
 			"recurrence": {"frequency": "Minute", "interval": 15}}`, first.Add(time.Duration(i%900)*time.Second).Format(time.RFC3339), i)
-		p, errs := planner.ParseJob([]byte(definition), now)
-		if len(errs) > 0 {
-			b.Fatal(errs)
-		}
-		p.State = contracts.JobStateEnabled
-		batch = append(batch, store.Job{Ref: coll.Job(fmt.Sprintf("job-%07d", i)), Properties: p})
-		if len(batch) == cap(batch) {
-			flush()
-		}
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	flush()
 }
 
 // role is a role of the binary running as a process, with the base URL of

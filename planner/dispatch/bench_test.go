@@ -17,9 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/loadtest"
 	"github.com/jobscheduler/scheduler/internal/testkit"
-	"github.com/jobscheduler/scheduler/planner"
-	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
@@ -33,38 +32,9 @@ import (
 // jobs each.
 func importJobs(tb testing.TB, e *env, n int, define func(i int) string) {
 	tb.Helper()
-	ctx := context.Background()
-	first, errs := planner.ParseJob([]byte(define(0)), e.clock.Now())
-	if len(errs) > 0 {
-		tb.Fatal(errs)
+	if err := loadtest.ImportJobs(context.Background(), e.store, n, e.clock.Now(), define); err != nil {
+		tb.Fatal(err)
 	}
-	jobs := make([]store.Job, 0, 10_000)
-	flush := func() {
-		if err := e.store.ImportJobs(ctx, jobs); err != nil {
-			tb.Fatal(err)
-		}
-		jobs = jobs[:0]
-	}
-	for i := range n {
-		coll := contracts.CollectionRef{Subscription: "bench", ResourceGroup: "rg", Collection: fmt.Sprintf("c%04d", i/1000)}
-		if i%1000 == 0 {
-			if _, err := e.store.PutCollection(ctx, store.Collection{Ref: coll}, 0); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		p := first.Clone()
-		if i > 0 {
-			if p, errs = planner.ParseJob([]byte(define(i)), e.clock.Now()); len(errs) > 0 {
-				tb.Fatal(errs)
-			}
-		}
-		p.State = contracts.JobStateEnabled
-		jobs = append(jobs, store.Job{Ref: coll.Job(fmt.Sprintf("job-%07d", i)), Properties: p})
-		if len(jobs) == cap(jobs) {
-			flush()
-		}
-	}
-	flush()
 }
 
 func oneTimeJob(at time.Time) string {
