@@ -391,12 +391,12 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 		if e := entries[n]; scheduled[n] && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
 			continue
 		}
-		state := work[i].decision.EndState
+		state, revision := work[i].decision.EndState, work[i].job.Revision
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			ended, err := c.store.EndJob(ctx, r.Job, state, now)
+			ended, err := c.store.EndJobAt(ctx, r.Job, revision, state, now)
 			if ended {
 				c.cfg.Logger.Info("job ended", slog.String("job", r.Job.Key()), slog.String("state", string(state)))
 				if c.cfg.Observer != nil {
