@@ -244,8 +244,8 @@ func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
 // still receives is handed back at once.
 func (w *Worker) handle(m jetstream.Msg, pulledAt time.Time) {
 	log := w.cfg.Logger
-	var exec contracts.Execution
-	if err := json.Unmarshal(m.Data(), &exec); err != nil {
+	exec, err := contracts.DecodeExecution(m.Data())
+	if err != nil {
 		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
 		_ = m.TermWithReason("unreadable execution")
 		return
