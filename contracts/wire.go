@@ -25,9 +25,7 @@ func DecodeExecution(data []byte) (Execution, error) {
 	if r := (wireReader{data: data}); r.execution(&e) && r.end() {
 		return e, nil
 	}
-	e = Execution{}
-	err := json.Unmarshal(data, &e)
-	return e, err
+	return unmarshal[Execution](data)
 }
 
 // decodeResultEvent decodes a result event as json.Unmarshal does.
@@ -36,9 +34,15 @@ func decodeResultEvent(data []byte) (ResultEvent, error) {
 	if r := (wireReader{data: data}); r.resultEvent(&ev) && r.end() {
 		return ev, nil
 	}
-	ev = ResultEvent{}
-	err := json.Unmarshal(data, &ev)
-	return ev, err
+	return unmarshal[ResultEvent](data)
+}
+
+// unmarshal decodes data with encoding/json; its value does not make the
+// fast path's escape to the heap.
+func unmarshal[T any](data []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(data, &v)
+	return v, err
 }
 
 // wireReader reads one JSON value from data. Each method reports false
@@ -76,43 +80,63 @@ func (r *wireReader) end() bool {
 	return r.pos == len(r.data)
 }
 
-// object reads an object, calling member for each member name with the
-// reader at its value; member reads the value and reports whether it could.
-// A name given twice, or one with an escape, is left to encoding/json.
-func (r *wireReader) object(member func(name []byte) bool) bool {
-	if !r.byte('{') {
+// members reads the members of an object one by one:
+//
+//	m := r.members()
+//	for m.next(r) {
+//		switch string(m.name) { ... } // read the value, or return false
+//	}
+//	return m.ok
+//
+// A name given twice, one with an escape, and more than maxMembers names
+// end the reading unread.
+type members struct {
+	name  []byte
+	names [maxMembers][]byte // the names read, names[:seen]
+	seen  int
+	after bool // a member was read: a comma or the end follows
+	done  bool
+	ok    bool // the object was read whole
+}
+
+// maxMembers is the most members an object read by members may have: more
+// than a Result has.
+const maxMembers = 24
+
+// maxWireDepth is how deep the values the reader reads may nest.
+const maxWireDepth = 64
+
+func (r *wireReader) members() members { return members{done: !r.byte('{')} }
+
+// next moves r to the next member's value and reports whether there is one.
+func (m *members) next(r *wireReader) bool {
+	if m.done {
 		return false
 	}
-	if r.byte('}') {
-		return true
+	m.done = true // until the next member's name is read
+	if m.after && !r.byte(',') || !m.after && r.byte('}') {
+		m.ok = !m.after || r.byte('}')
+		return false
 	}
-	var names [24][]byte
-	seen := names[:0]
-	for {
-		r.space()
-		start := r.pos
-		if !r.scanString(false) {
-			return false
-		}
-		name := r.data[start+1 : r.pos-1]
-		if !r.byte(':') {
-			return false
-		}
-		for _, s := range seen {
-			if string(s) == string(name) {
-				return false
-			}
-		}
-		seen = append(seen, name)
-		r.space()
-		if !member(name) {
-			return false
-		}
-		if r.byte(',') {
-			continue
-		}
-		return r.byte('}')
+	r.space()
+	start := r.pos
+	if !r.scanString(false) {
+		return false
 	}
+	m.name = r.data[start+1 : r.pos-1]
+	if !r.byte(':') || m.seen == len(m.names) {
+		return false
+	}
+	for _, s := range m.names[:m.seen] {
+		if string(s) == string(m.name) {
+			return false
+		}
+	}
+	m.names[m.seen] = m.name
+	m.seen++
+	m.after, m.done = true, false
+	r.space()
+	return true
 }
 
 // rawString reads a string without escapes, valid UTF-8 and free of
@@ -326,14 +350,20 @@ func (r *wireReader) raw(m *json.RawMessage) bool {
 	return true
 }
 
-// skip reads a JSON value other than null, nested at most maxJSONDepth.
+// skip reads a JSON value other than null, nested at most maxWireDepth.
 func (r *wireReader) skip(depth int) bool {
-	if depth > maxJSONDepth || r.pos >= len(r.data) {
+	if depth > maxWireDepth || r.pos >= len(r.data) {
 		return false
 	}
 	switch c := r.data[r.pos]; {
 	case c == '{':
-		return r.object(func([]byte) bool { return r.skip(depth + 1) })
+		m := r.members()
+		for m.next(r) {
+			if !r.skip(depth + 1) {
+				return false
+			}
+		}
+		return m.ok
 	case c == '[':
 		r.pos++
 		if r.byte(']') {
@@ -399,125 +429,145 @@ func (r *wireReader) number() bool {
 }
 
 func (r *wireReader) jobRef(j *JobRef) bool {
-	return r.object(func(name []byte) bool {
-		switch string(name) {
+	m := r.members()
+	for m.next(r) {
+		ok := false
+		switch string(m.name) {
 		case "subscription":
-			return r.str(&j.Subscription)
+			ok = r.str(&j.Subscription)
 		case "resourceGroup":
-			return r.str(&j.ResourceGroup)
+			ok = r.str(&j.ResourceGroup)
 		case "collection":
-			return r.str(&j.Collection)
+			ok = r.str(&j.Collection)
 		case "job":
-			return r.str(&j.Job)
+			ok = r.str(&j.Job)
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
+	return m.ok
 }
 
 func (r *wireReader) execution(e *Execution) bool {
-	return r.object(func(name []byte) bool {
-		switch string(name) {
+	m := r.members()
+	for m.next(r) {
+		ok := false
+		switch string(m.name) {
 		case "v":
-			return r.int(&e.Version)
+			ok = r.int(&e.Version)
 		case "occurrenceId":
-			return r.str(&e.OccurrenceID)
+			ok = r.str(&e.OccurrenceID)
 		case "occurrenceKey":
-			return r.str(&e.OccurrenceKey)
+			ok = r.str(&e.OccurrenceKey)
 		case "job":
-			return r.jobRef(&e.Job)
+			ok = r.jobRef(&e.Job)
 		case "actionName":
-			return r.str((*string)(&e.ActionName))
+			ok = r.str((*string)(&e.ActionName))
 		case "occurrence":
-			return r.int64(&e.Occurrence)
+			ok = r.int64(&e.Occurrence)
 		case "attempt":
-			return r.int(&e.Attempt)
+			ok = r.int(&e.Attempt)
 		case "expectedTime":
-			return r.time(&e.ExpectedTime)
+			ok = r.time(&e.ExpectedTime)
 		case "dispatchedAt":
-			return r.time(&e.DispatchedAt)
+			ok = r.time(&e.DispatchedAt)
 		case "action":
-			return r.raw(&e.Action)
+			ok = r.raw(&e.Action)
 		case "timeoutMs":
-			return r.int64((*int64)(&e.Timeout))
+			ok = r.int64((*int64)(&e.Timeout))
 		case "revision":
-			return r.uint64(&e.Revision)
+			ok = r.uint64(&e.Revision)
 		case "lastAttempt":
-			return r.bool(&e.LastAttempt)
+			ok = r.bool(&e.LastAttempt)
 		case "lastOccurrence":
-			return r.bool(&e.LastOccurrence)
+			ok = r.bool(&e.LastOccurrence)
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
+	return m.ok
 }
 
 func (r *wireReader) result(res *Result) bool {
-	return r.object(func(name []byte) bool {
-		switch string(name) {
+	m := r.members()
+	for m.next(r) {
+		ok := false
+		switch string(m.name) {
 		case "v":
-			return r.int(&res.Version)
+			ok = r.int(&res.Version)
 		case "occurrenceId":
-			return r.str(&res.OccurrenceID)
+			ok = r.str(&res.OccurrenceID)
 		case "occurrenceKey":
-			return r.str(&res.OccurrenceKey)
+			ok = r.str(&res.OccurrenceKey)
 		case "job":
-			return r.jobRef(&res.Job)
+			ok = r.jobRef(&res.Job)
 		case "actionName":
-			return r.str((*string)(&res.ActionName))
+			ok = r.str((*string)(&res.ActionName))
 		case "occurrence":
-			return r.int64(&res.Occurrence)
+			ok = r.int64(&res.Occurrence)
 		case "attempt":
-			return r.int(&res.Attempt)
+			ok = r.int(&res.Attempt)
 		case "expectedTime":
-			return r.time(&res.ExpectedTime)
+			ok = r.time(&res.ExpectedTime)
 		case "revision":
-			return r.uint64(&res.Revision)
+			ok = r.uint64(&res.Revision)
 		case "lastAttempt":
-			return r.bool(&res.LastAttempt)
+			ok = r.bool(&res.LastAttempt)
 		case "lastOccurrence":
-			return r.bool(&res.LastOccurrence)
+			ok = r.bool(&res.LastOccurrence)
 		case "actionType":
-			return r.str((*string)(&res.ActionType))
+			ok = r.str((*string)(&res.ActionType))
 		case "startTime":
-			return r.time(&res.StartTime)
+			ok = r.time(&res.StartTime)
 		case "endTime":
-			return r.time(&res.EndTime)
+			ok = r.time(&res.EndTime)
 		case "outcome":
-			return r.str((*string)(&res.Outcome))
+			ok = r.str((*string)(&res.Outcome))
 		case "statusCode":
-			return r.int(&res.StatusCode)
+			ok = r.int(&res.StatusCode)
 		case "error":
-			return r.str(&res.Error)
+			ok = r.str(&res.Error)
 		case "message":
-			return r.str(&res.Message)
+			ok = r.str(&res.Message)
 		case "response":
-			return r.str(&res.Response)
+			ok = r.str(&res.Response)
 		case "worker":
-			return r.str(&res.Worker)
+			ok = r.str(&res.Worker)
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
+	return m.ok
 }
 
 func (r *wireReader) resultEvent(ev *ResultEvent) bool {
-	return r.object(func(name []byte) bool {
-		switch string(name) {
+	m := r.members()
+	for m.next(r) {
+		ok := false
+		switch string(m.name) {
 		case "specversion":
-			return r.str(&ev.SpecVersion)
+			ok = r.str(&ev.SpecVersion)
 		case "id":
-			return r.str(&ev.ID)
+			ok = r.str(&ev.ID)
 		case "source":
-			return r.str(&ev.Source)
+			ok = r.str(&ev.Source)
 		case "type":
-			return r.str(&ev.Type)
+			ok = r.str(&ev.Type)
 		case "subject":
-			return r.str(&ev.Subject)
+			ok = r.str(&ev.Subject)
 		case "time":
-			return r.time(&ev.Time)
+			ok = r.time(&ev.Time)
 		case "datacontenttype":
-			return r.str(&ev.DataContentType)
+			ok = r.str(&ev.DataContentType)
 		case "data":
-			return r.result(&ev.Data)
+			ok = r.result(&ev.Data)
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
+	return m.ok
 }
