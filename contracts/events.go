@@ -1,7 +1,6 @@
 package contracts
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -63,8 +62,8 @@ func (r Result) Event() ResultEvent {
 // ParseResultEvent reads a result event and checks that its result can be
 // acted on. An error wraps ErrInvalidMessage.
 func ParseResultEvent(data []byte) (Result, error) {
-	var ev ResultEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	ev, err := decodeResultEvent(data)
+	if err != nil {
 		return Result{}, fmt.Errorf("%w: result event: %v", ErrInvalidMessage, err)
 	}
 	if ev.SpecVersion != CloudEventsVersion {

@@ -204,7 +204,9 @@ func (r Result) Validate() error {
 	var p problems
 	p.version(r.Version)
 	p.occurrence(r.OccurrenceID, r.Job, r.ActionName, r.Occurrence, r.Attempt)
-	p.check(r.Outcome == Succeeded || r.Outcome == Failed, fmt.Sprintf("outcome %q is not Succeeded or Failed", r.Outcome))
+	if r.Outcome != Succeeded && r.Outcome != Failed {
+		p.addf("outcome %q is not Succeeded or Failed", r.Outcome)
+	}
 	p.check(!r.StartTime.IsZero() && !r.EndTime.Before(r.StartTime), "startTime is missing or after endTime")
 	return p.err("result")
 }
@@ -323,18 +325,42 @@ func (p *problems) check(ok bool, problem string) {
 	}
 }
 
+// hex32 reports whether s is 32 hex digits, as hex.DecodeString reads them.
+func hex32(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// addf adds a formatted problem. The checks on the path of every action
+// format their problem only when there is one.
+func (p *problems) addf(format string, args ...any) {
+	*p = append(*p, fmt.Sprintf(format, args...))
+}
+
 func (p *problems) version(v int) {
-	p.check(v == MessageVersion, fmt.Sprintf("version %d is not the supported version %d", v, MessageVersion))
+	if v != MessageVersion {
+		p.addf("version %d is not the supported version %d", v, MessageVersion)
+	}
 }
 
 // occurrence checks the fields that identify an attempt.
 func (p *problems) occurrence(id string, job JobRef, action ActionName, occurrence int64, attempt int) {
-	_, err := hex.DecodeString(id)
-	p.check(len(id) == 32 && err == nil, fmt.Sprintf("occurrenceId %q is not 32 hex digits", id))
+	if !hex32(id) {
+		p.addf("occurrenceId %q is not 32 hex digits", id)
+	}
 	if err := job.Validate(); err != nil {
 		*p = append(*p, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	p.check(slices.Contains(ActionNames, action), fmt.Sprintf("actionName %q is not one of %s", action, EnumList(ActionNames)))
+	if !slices.Contains(ActionNames, action) {
+		p.addf("actionName %q is not one of %s", action, EnumList(ActionNames))
+	}
 	p.check(occurrence >= 0, "occurrence must not be negative")
 	p.check(attempt >= 0, "attempt must not be negative")
 }

@@ -174,11 +174,16 @@ func (s *shard) store(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	// The first attempt of a job's first occurrence is most likely its
+	// first entry: it is written without reading the stream first, and the
+	// expected last sequence (none) has the stream refuse it otherwise.
+	guess := firstEntry(r)
 	for range writeAttempts {
-		prev, err := s.newest(ctx, subject)
+		prev, err := s.newest(ctx, subject, guess)
 		if err != nil {
 			break
 		}
+		guess = false
 		if prev.id == r.OccurrenceID {
 			_ = m.Ack()
 			return
@@ -212,10 +217,21 @@ func (s *shard) store(ctx context.Context, m jetstream.Msg) {
 	_ = m.NakWithDelay(time.Second)
 }
 
-// newest returns the job's newest entry, from memory or the stream.
-func (s *shard) newest(ctx context.Context, subject string) (newest, error) {
+// firstEntry reports whether r is the first attempt of the main action of
+// a job's first occurrence, which the job's history most likely does not
+// hold an entry before.
+func firstEntry(r contracts.Result) bool {
+	return r.Occurrence == 1 && r.Attempt == 0 && r.ActionName == contracts.MainAction
+}
+
+// newest returns the job's newest entry, from memory or the stream; with
+// none set, one the shard does not remember is taken to be none.
+func (s *shard) newest(ctx context.Context, subject string, none bool) (newest, error) {
 	if n, ok := s.last[subject]; ok {
 		return n, nil
+	}
+	if none {
+		return newest{}, nil
 	}
 	msg, err := s.c.history.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {

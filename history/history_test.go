@@ -251,3 +251,56 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Fatal("no error")
 	}
 }
+
+// The first attempt of a job's first occurrence is written without reading
+// the job's newest entry first. When the job has entries already, which a
+// consumer that did not write them does not know of, the stream refuses
+// the write and the entry is written after them, once, with the tally of
+// them all.
+func TestAFirstAttemptAfterEntriesOfAnotherConsumer(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	job := jobRef("first")
+	run := result(job, 0, 0, contracts.Succeeded) // a run outside the schedule
+	run.Message = "run"
+	first := result(job, 1, 0, contracts.Failed)
+
+	before := e.consumer(t, Config{})
+	e.publish(t, run, run.OccurrenceID)
+	e.publish(t, first, first.OccurrenceID)
+	e.drained(t, 2)
+	before.Stop()
+
+	e.consumer(t, Config{})
+	e.publish(t, first, "a-copy") // its entry is stored already
+	second := result(job, 1, 1, contracts.Succeeded)
+	e.publish(t, second, second.OccurrenceID)
+	e.drained(t, 4)
+
+	entries, err := NewReader(e.js).List(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("%d entries, want 3: %+v", len(entries), entries)
+	}
+	tallies, err := NewReader(e.js).Tallies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tallies[job.KVKey()]; got.Executions != 3 || got.Failures != 1 {
+		t.Errorf("tally %+v, want 3 executions, 1 failure", got)
+	}
+
+	// A new job's first entry, written without a read, starts its tally.
+	fresh := jobRef("fresh")
+	e.publish(t, result(fresh, 1, 0, contracts.Succeeded), result(fresh, 1, 0, contracts.Succeeded).OccurrenceID)
+	e.drained(t, 5)
+	tallies, err = NewReader(e.js).Tallies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tallies[fresh.KVKey()]; got.Executions != 1 || got.Occurrence != 1 {
+		t.Errorf("tally of a new job %+v, want 1 execution of occurrence 1", got)
+	}
+}

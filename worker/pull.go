@@ -16,8 +16,9 @@ import (
 // which is never before the request that asked for it was sent: a message
 // answering a request sent at T is redelivered elsewhere no earlier than
 // T + AckWait. The worker starts it only while that moment is further away
-// than a guard (see fresh), and tells JetStream at once that it is in
-// progress, which restarts its ack wait. The delivery time cannot be read
+// than a guard (see fresh), and tells JetStream that it is in progress,
+// which restarts its ack wait, from T + AckWait/3 on (see progress): at
+// once when it starts later than that. The delivery time cannot be read
 // from the message: the timestamp in its ack subject is when the stream
 // stored it, and an InProgress sent for a stale delivery would restart the
 // ack wait of the copy another worker holds.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -381,8 +382,7 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 		}
 		return errs
 	}
-	slots := make(chan struct{}, endParallelism)
-	var wg sync.WaitGroup
+	ends := ending[:0]
 	for n, i := range ending {
 		r := work[i].result
 		// The schedule's entry may still be this occurrence's, claimed by a
@@ -391,19 +391,30 @@ func (c *Consumer) end(ctx context.Context, work []pending, now time.Time) []err
 		if e := entries[n]; scheduled[n] && (e.Occurrence != r.Occurrence || !e.Expected.Equal(r.ExpectedTime)) {
 			continue
 		}
-		state := work[i].decision.EndState
-		slots <- struct{}{}
+		ends = append(ends, i)
+	}
+	// A few goroutines share the jobs, rather than one each: ending a job
+	// grows a goroutine's stack, once per goroutine.
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(endParallelism, len(ends)) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
-			ended, err := c.store.EndJob(ctx, r.Job, state, now)
-			if ended {
-				c.cfg.Logger.Info("job ended", slog.String("job", r.Job.Key()), slog.String("state", string(state)))
-				if c.cfg.Observer != nil {
-					c.cfg.Observer.Ended(state)
+			defer wg.Done()
+			for k := next.Add(1) - 1; k < int64(len(ends)); k = next.Add(1) - 1 {
+				i := ends[k]
+				r, state := work[i].result, work[i].decision.EndState
+				ended, err := c.store.EndJobAt(ctx, r.Job, work[i].job.Revision, state, now)
+				if ended {
+					c.cfg.Logger.Info("job ended", slog.String("job", r.Job.Key()), slog.String("state", string(state)))
+					if c.cfg.Observer != nil {
+						c.cfg.Observer.Ended(state)
+					}
 				}
+				errs[i] = err
 			}
-			errs[i] = err
 		}()
 	}
 	wg.Wait()

@@ -311,10 +311,30 @@ const endJobAttempts = 5
 // already) or that does not exist is left as it is. Only the state and the
 // end time change, at rest: the job's sealed secrets are not opened.
 func (s *Store) EndJob(ctx context.Context, ref contracts.JobRef, state contracts.JobState, ended time.Time) (bool, error) {
+	return s.EndJobAt(ctx, ref, 0, state, ended)
+}
+
+// EndJobAt is EndJob for a caller that last saw the job at revision: when
+// the store decoded the job at that revision (its watch did), the job is
+// ended from that record without reading it again, on condition that it is
+// still at that revision; otherwise, or when it changed since, as EndJob
+// does. A revision of 0 is EndJob.
+func (s *Store) EndJobAt(ctx context.Context, ref contracts.JobRef, revision uint64, state contracts.JobState, ended time.Time) (bool, error) {
 	if err := checkJobRef(ref); err != nil {
 		return false, err
 	}
 	key := ref.KVKey()
+	if revision > 0 {
+		// Shared with the cache: end changes none of what the record's
+		// fields point to, only fields of its own copy. A job not enabled
+		// at that revision is read again: it may have been enabled since.
+		if r, ok := s.records.get(key, revision, false); ok && r.Properties.State == contracts.JobStateEnabled {
+			done, err := s.end(ctx, key, r, revision, state, ended)
+			if !isMismatch(err) {
+				return done, err
+			}
+		}
+	}
 	for range endJobAttempts {
 		e, err := s.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -327,26 +347,37 @@ func (s *Store) EndJob(ctx context.Context, ref contracts.JobRef, state contract
 		if err := json.Unmarshal(e.Value(), &r); err != nil {
 			return false, fmt.Errorf("decoding job %s: %w", key, err)
 		}
-		if r.Properties.State != contracts.JobStateEnabled {
-			return false, nil
-		}
-		at := timestamp(ended)
-		r.Properties.State, r.Ended, r.Updated = state, &at, timestamp(s.now())
-		r.CreateRevision = cmp.Or(r.CreateRevision, e.Revision())
-		value, err := json.Marshal(r)
-		if err != nil {
-			return false, fmt.Errorf("encoding job %s: %w", key, err)
-		}
-		_, err = s.kv.Update(ctx, key, value, e.Revision())
+		done, err := s.end(ctx, key, r, e.Revision(), state, ended)
 		if isMismatch(err) {
 			continue // changed meanwhile: look again
 		}
-		if err != nil {
-			return false, fmt.Errorf("ending job %s: %w", key, err)
-		}
-		return true, nil
+		return done, err
 	}
 	return false, fmt.Errorf("ending job %s: it changed on each of %d attempts: %w", key, endJobAttempts, ErrConflict)
+}
+
+// end writes record r of the job at key, read at revision, in state, ended
+// at ended, on condition that the job is still at that revision; false
+// without a write when the job is not enabled. A mismatch error means the
+// job changed since.
+func (s *Store) end(ctx context.Context, key string, r jobRecord, revision uint64, state contracts.JobState, ended time.Time) (bool, error) {
+	if r.Properties.State != contracts.JobStateEnabled {
+		return false, nil
+	}
+	at := timestamp(ended)
+	r.Properties.State, r.Ended, r.Updated = state, &at, timestamp(s.now())
+	r.CreateRevision = cmp.Or(r.CreateRevision, revision)
+	value, err := json.Marshal(r)
+	if err != nil {
+		return false, fmt.Errorf("encoding job %s: %w", key, err)
+	}
+	if _, err := s.kv.Update(ctx, key, value, revision); err != nil {
+		if isMismatch(err) {
+			return false, err
+		}
+		return false, fmt.Errorf("ending job %s: %w", key, err)
+	}
+	return true, nil
 }
 
 // DeleteJob deletes the job ref names (ErrNotFound when it does not exist).

@@ -568,3 +568,77 @@ func TestEndJob(t *testing.T) {
 		}
 	}
 }
+
+// EndJobAt ends a job from the record decoded at the revision its caller
+// saw, and reads the job again when it changed since that revision.
+func TestEndJobAtARevisionSeen(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	mustPutCollection(t, s, collRef)
+	at := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+
+	t.Run("a job still at the revision seen ends", func(t *testing.T) {
+		j, err := s.CreateJob(ctx, newJob(collRef.Job("seen")), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetJob(ctx, j.Ref); err != nil { // decoded at its revision
+			t.Fatal(err)
+		}
+		if ended, err := s.EndJobAt(ctx, j.Ref, j.Revision, contracts.JobStateCompleted, at); err != nil || !ended {
+			t.Fatalf("EndJobAt: %v, %v", ended, err)
+		}
+		got, err := s.GetJob(ctx, j.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := j
+		want.Properties.State, want.Ended, want.Revision, want.Updated = contracts.JobStateCompleted, &at, got.Revision, got.Updated
+		assertJob(t, got, want)
+	})
+	t.Run("a job changed since the revision seen is read again", func(t *testing.T) {
+		j, err := s.CreateJob(ctx, newJob(collRef.Job("changed")), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetJob(ctx, j.Ref); err != nil {
+			t.Fatal(err)
+		}
+		changed := j
+		changed.Properties = j.Properties.Clone()
+		changed.Properties.Action.QueueMessage.Message = "changed"
+		if changed, err = s.UpdateJob(ctx, changed, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := s.EndJobAt(ctx, j.Ref, j.Revision, contracts.JobStateFaulted, at); err != nil || !ended {
+			t.Fatalf("EndJobAt: %v, %v", ended, err)
+		}
+		got, err := s.GetJob(ctx, j.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Properties.State != contracts.JobStateFaulted || got.Properties.Action.QueueMessage.Message != "changed" {
+			t.Errorf("after EndJobAt: state %s, message %q; want the change kept", got.Properties.State, got.Properties.Action.QueueMessage.Message)
+		}
+	})
+	t.Run("a job disabled at the revision seen and enabled since ends", func(t *testing.T) {
+		off := newJob(collRef.Job("reenabled"))
+		off.Properties.State = contracts.JobStateDisabled
+		j, err := s.CreateJob(ctx, off, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetJob(ctx, j.Ref); err != nil {
+			t.Fatal(err)
+		}
+		on := j
+		on.Properties.State = contracts.JobStateEnabled
+		if _, err := s.UpdateJob(ctx, on, j.Revision); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := s.EndJobAt(ctx, j.Ref, j.Revision, contracts.JobStateCompleted, at); err != nil || !ended {
+			t.Fatalf("EndJobAt: %v, %v", ended, err)
+		}
+	})
+}
