@@ -272,6 +272,16 @@ func TestTheSecuritySuite(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no execution was seen on NATS")
 		}
+		// And acknowledged: until then the worker holds the attempt as in
+		// flight, and would skip a copy as a second delivery.
+		exec, err := js.Stream(ctx, contracts.ExecStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 30*time.Second, func() bool {
+			info, err := exec.Info(context.Background(), jetstream.WithSubjectFilter(m.Subject))
+			return err == nil && len(info.State.Subjects) == 0
+		}, "the execution was not acknowledged")
 		var x map[string]any
 		if err := json.Unmarshal(m.Data, &x); err != nil {
 			t.Fatal(err)
