@@ -98,34 +98,27 @@ func FuzzWire(f *testing.F) {
 
 func BenchmarkDecodeExecution(b *testing.B) {
 	data, _ := json.Marshal(wireExecution())
-	b.Run("wire", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_, _ = DecodeExecution(data)
-		}
-	})
-	b.Run("encoding/json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var e Execution
-			_ = json.Unmarshal(data, &e)
-		}
-	})
+	benchDecode(b, data, DecodeExecution)
 }
 
 func BenchmarkDecodeResultEvent(b *testing.B) {
 	data, _ := json.Marshal(wireResult().Event())
+	benchDecode(b, data, decodeResultEvent)
+}
+
+// benchDecode compares decoding data with wire and with encoding/json.
+func benchDecode[T any](b *testing.B, data []byte, wire func([]byte) (T, error)) {
 	b.Run("wire", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_, _ = decodeResultEvent(data)
+			_, _ = wire(data)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var ev ResultEvent
-			_ = json.Unmarshal(data, &ev)
+			var v T
+			_ = json.Unmarshal(data, &v)
 		}
 	})
 }

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
 // createClients is how many requests the create benchmark has in flight.
@@ -64,15 +62,7 @@ func BenchmarkCreateJobs(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(perSecond, "creates/s")
 
-	nc, err := nats.Connect(env.NATSURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, js := testkit.JetStreamAt(b, env.NATSURL())
 	kv, err := js.KeyValue(context.Background(), contracts.JobsBucket)
 	if err != nil {
 		b.Fatal(err)

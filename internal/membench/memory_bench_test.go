@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jobscheduler/scheduler/internal/loadtest"
@@ -206,15 +204,7 @@ func natsServer(b *testing.B) *testkit.NATSNode {
 func importJobs(b *testing.B, natsURL, key string, n int) {
 	b.Helper()
 	ctx := context.Background()
-	nc, err := nats.Connect(natsURL, nats.Name("membench"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, js := testkit.JetStreamAt(b, natsURL)
 	raw, err := seal.ParseKey(key)
 	if err != nil {
 		b.Fatal(err)

@@ -46,7 +46,13 @@ func NATSIn(t testing.TB, dir string) *server.Server {
 // context, closed when the test ends.
 func JetStream(t testing.TB, ns *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL())
+	return JetStreamAt(t, ns.ClientURL())
+}
+
+// JetStreamAt is JetStream for the NATS server at url.
+func JetStreamAt(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatalf("connecting to NATS: %v", err)
 	}
