@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -316,15 +314,7 @@ func reanchors(old, updated *contracts.JobProperties) bool {
 	if old.State == contracts.JobStateDisabled && updated.State == contracts.JobStateEnabled {
 		return true
 	}
-	sameStart := (old.StartTime == nil) == (updated.StartTime == nil) &&
-		(old.StartTime == nil || old.StartTime.Equal(*updated.StartTime))
-	return !sameStart || !sameRecurrence(old.Recurrence, updated.Recurrence)
-}
-
-func sameRecurrence(a, b *contracts.Recurrence) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return bytes.Equal(ja, jb)
+	return !old.SameSchedule(updated)
 }
 
 // setJobState enables or disables a job for its collection's enable and

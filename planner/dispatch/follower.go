@@ -1,9 +1,7 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -327,14 +325,7 @@ func (f *Follower) plan(p pendingJob, existing timer.Entry, found bool, tally co
 // does not tell, as it has whole seconds: a start time changed in the
 // second the job was anchored keeps it.
 func sameSchedule(a, b *store.Job) bool {
-	pa, pb := &a.Properties, &b.Properties
-	if !a.Anchored.Equal(b.Anchored) || (pa.StartTime == nil) != (pb.StartTime == nil) ||
-		(pa.StartTime != nil && !pa.StartTime.Equal(*pb.StartTime)) {
-		return false
-	}
-	ra, errA := json.Marshal(pa.Recurrence)
-	rb, errB := json.Marshal(pb.Recurrence)
-	return errA == nil && errB == nil && bytes.Equal(ra, rb)
+	return a.Anchored.Equal(b.Anchored) && a.Properties.SameSchedule(&b.Properties)
 }
 
 // firstEntry is the first occurrence of a job being (re)scheduled. A job
