@@ -98,17 +98,6 @@ func (s *Store) decodeJobAs(e jetstream.KeyValueEntry, open bool) (Job, error) {
 	}, nil
 }
 
-// createRevision returns the revision of the first write of the job in e.
-func createRevision(e jetstream.KeyValueEntry) (uint64, error) {
-	var r struct {
-		CreateRevision uint64 `json:"createRevision"`
-	}
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return 0, fmt.Errorf("decoding job %s: %w", e.Key(), err)
-	}
-	return cmp.Or(r.CreateRevision, e.Revision()), nil
-}
-
 func checkJobRef(ref contracts.JobRef) error { return checkNames(ref.Validate) }
 
 // stamp fills the times CreateJob and UpdateJob are responsible for.

@@ -1,12 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
@@ -135,4 +139,15 @@ func TestASecretChangedAtRestIsNotOpenedForAnotherDestination(t *testing.T) {
 			t.Fatalf("the error quotes a secret: %v", err)
 		}
 	}
+}
+
+// createRevision returns the revision of the first write of the job in e.
+func createRevision(e jetstream.KeyValueEntry) (uint64, error) {
+	var r struct {
+		CreateRevision uint64 `json:"createRevision"`
+	}
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return 0, fmt.Errorf("decoding job %s: %w", e.Key(), err)
+	}
+	return cmp.Or(r.CreateRevision, e.Revision()), nil
 }
