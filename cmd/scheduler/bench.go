@@ -506,24 +506,7 @@ func (b *benchOutput) live(text func() string) (stop func()) {
 	if b.terminal {
 		return redraw(b.w, text)
 	}
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(plainEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				b.say("%s", text())
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-exited
-	}
+	return repeat(plainEvery, false, func() { b.say("%s", text()) })
 }
 
 // benchReport is the report of a load, as --json prints it.

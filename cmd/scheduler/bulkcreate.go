@@ -376,18 +376,30 @@ func (p *progressLine) run(created, failed *atomic.Int64) (stop func()) {
 // redraw keeps one line of a terminal showing text(), every
 // progressEvery, until the returned stop is called, which clears it.
 func redraw(w io.Writer, text func() string) (stop func()) {
+	stopRedrawing := repeat(progressEvery, true, func() { fmt.Fprint(w, "\r"+text()+"\x1b[K") })
+	return func() {
+		stopRedrawing()
+		fmt.Fprint(w, "\r\x1b[K")
+	}
+}
+
+// repeat calls tick every d (and once at the start when atOnce) until the
+// returned stop is called, which returns once no call is running.
+func repeat(d time.Duration, atOnce bool, tick func()) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(d)
 		defer t.Stop()
+		if atOnce {
+			tick()
+		}
 		for {
-			fmt.Fprint(w, "\r"+text()+"\x1b[K")
 			select {
 			case <-done:
-				fmt.Fprint(w, "\r\x1b[K")
 				return
 			case <-t.C:
+				tick()
 			}
 		}
 	}()

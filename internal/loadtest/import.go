@@ -38,7 +38,7 @@ func ImportJobs(ctx context.Context, st *store.Store, n int, now time.Time, defi
 			return fmt.Errorf("job %d: %v", i, errs)
 		}
 		p.State = contracts.JobStateEnabled
-		jobs = append(jobs, store.Job{Ref: coll.Job(fmt.Sprintf("job-%07d", i)), Properties: p})
+		jobs = append(jobs, store.Job{Ref: coll.Job(JobName(i)), Properties: p})
 		if len(jobs) == cap(jobs) {
 			if err := flush(); err != nil {
 				return err
