@@ -13,6 +13,7 @@ func (p JobProperties) Clone() JobProperties {
 	p.Action = cloneAction(p.Action)
 	p.Recurrence = cloneRecurrence(p.Recurrence)
 	p.SetSecrets = slices.Clone(p.SetSecrets)
+	p.PauseAfterFaults = clonePtr(p.PauseAfterFaults)
 	if p.Status != nil {
 		s := *p.Status
 		s.LastExecutionTime = clonePtr(s.LastExecutionTime)
@@ -41,6 +42,7 @@ func cloneRecurrence(r *Recurrence) *Recurrence {
 	c.Interval = clonePtr(r.Interval)
 	c.Count = clonePtr(r.Count)
 	c.EndTime = clonePtr(r.EndTime)
+	c.ExcludedCalendars = slices.Clone(r.ExcludedCalendars)
 	if s := r.Schedule; s != nil {
 		c.Schedule = &Schedule{
 			WeekDays:           slices.Clone(s.WeekDays),
@@ -48,6 +50,8 @@ func cloneRecurrence(r *Recurrence) *Recurrence {
 			Minutes:            slices.Clone(s.Minutes),
 			MonthDays:          slices.Clone(s.MonthDays),
 			MonthlyOccurrences: slices.Clone(s.MonthlyOccurrences),
+
+			MonthlyBusinessDays: slices.Clone(s.MonthlyBusinessDays),
 		}
 		for i, o := range c.Schedule.MonthlyOccurrences {
 			c.Schedule.MonthlyOccurrences[i].Occurrence = clonePtr(o.Occurrence)

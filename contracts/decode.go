@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -84,6 +85,10 @@ func readJobProperties(o object) JobProperties {
 		Action:    readAction(o.get("action")),
 		State:     enumValue(o.get("state"), JobStates),
 		// status is read-only: never taken from input.
+		CatchUp:          enumValue(o.get("catchUp"), CatchUpPolicies),
+		CatchUpWindow:    o.get("catchUpWindow").duration(),
+		Overlap:          enumValue(o.get("overlap"), OverlapPolicies),
+		PauseAfterFaults: o.get("pauseAfterFaults").integer(),
 	}
 	if hasRecurrence {
 		p.Recurrence = readRecurrence(recurrence, zone)
@@ -99,6 +104,10 @@ func readRecurrence(o object, zone recurrenceZone) *Recurrence {
 		EndTime:   o.get("endTime").dateTime(zone.loc),
 		Schedule:  readSchedule(o.get("schedule")),
 		TimeZone:  zone.name,
+
+		FlexibleWindow:    o.get("flexibleWindow").duration(),
+		ExcludedCalendars: readSet(o.get("excludedCalendars"), readString, strings.Compare),
+		OnExcludedDay:     enumValue(o.get("onExcludedDay"), ExcludedDayActions),
 	}
 }
 
@@ -135,6 +144,8 @@ func readSchedule(f field) *Schedule {
 		Minutes:            readSet(o.get("minutes"), readInt, cmp.Compare[int]),
 		MonthDays:          readSet(o.get("monthDays"), readInt, cmp.Compare[int]),
 		MonthlyOccurrences: readSet(o.get("monthlyOccurrences"), readMonthlyOccurrence, compareMonthlyOccurrences),
+
+		MonthlyBusinessDays: readSet(o.get("monthlyBusinessDays"), readInt, cmp.Compare[int]),
 	}
 }
 
@@ -145,6 +156,8 @@ func readInt(f field) (int, bool) {
 	}
 	return *n, true
 }
+
+func readString(f field) (string, bool) { return f.str() }
 
 func readEnum[T ~string](values []T) func(field) (T, bool) {
 	return func(f field) (T, bool) { return enum(f, values) }

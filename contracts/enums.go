@@ -124,6 +124,49 @@ const (
 	Sunday    DayOfWeek = "Sunday"
 )
 
+// CatchUpPolicy says which missed occurrences of a recurring job run when
+// the planners come back after an outage, or the job is enabled again (an
+// extension). The zero value is CatchUpEarliest, the behaviour of a job
+// that does not name a policy.
+type CatchUpPolicy string
+
+const (
+	// CatchUpEarliest: after an outage the earliest missed occurrence runs
+	// once, late, and the job goes on from its next instant; a job enabled
+	// again runs none it missed while disabled (beyond the planners'
+	// missed-grace).
+	CatchUpEarliest CatchUpPolicy = "Earliest"
+	// CatchUpSkip: no missed occurrence runs.
+	CatchUpSkip CatchUpPolicy = "Skip"
+	// CatchUpLatest: the most recent missed occurrence runs once.
+	CatchUpLatest CatchUpPolicy = "Latest"
+	// CatchUpAll: each missed occurrence within catchUpWindow runs, in
+	// order, at a bounded rate.
+	CatchUpAll CatchUpPolicy = "All"
+)
+
+// OverlapPolicy says what happens when an occurrence of a recurring job
+// comes due while the previous one is still running or waiting for a retry
+// (an extension). The zero value is OverlapAllow.
+type OverlapPolicy string
+
+const (
+	OverlapAllow     OverlapPolicy = "Allow"     // both run
+	OverlapSkip      OverlapPolicy = "Skip"      // the new occurrence does not run
+	OverlapBufferOne OverlapPolicy = "BufferOne" // it runs when the previous ends; one waits at most
+)
+
+// ExcludedDayAction says what happens to an occurrence whose local date an
+// excluded calendar holds (an extension). The zero value is
+// ExcludedDaySkip.
+type ExcludedDayAction string
+
+const (
+	ExcludedDaySkip         ExcludedDayAction = "Skip"
+	ExcludedDayNextBusiness ExcludedDayAction = "NextBusinessDay"
+	ExcludedDayPrevBusiness ExcludedDayAction = "PreviousBusinessDay"
+)
+
 // The canonical values of each enum, in documentation order.
 var (
 	JobStates           = []JobState{JobStateEnabled, JobStateDisabled, JobStateFaulted, JobStateCompleted}
@@ -138,6 +181,9 @@ var (
 	ServiceBusAuthTypes = []ServiceBusAuthenticationType{ServiceBusAuthNotSpecified, ServiceBusAuthSharedAccessKey}
 	TransportTypes      = []ServiceBusTransportType{TransportNotSpecified, TransportNetMessaging, TransportAMQP}
 	DaysOfWeek          = []DayOfWeek{Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday}
+	CatchUpPolicies     = []CatchUpPolicy{CatchUpEarliest, CatchUpSkip, CatchUpLatest, CatchUpAll}
+	OverlapPolicies     = []OverlapPolicy{OverlapAllow, OverlapSkip, OverlapBufferOne}
+	ExcludedDayActions  = []ExcludedDayAction{ExcludedDaySkip, ExcludedDayNextBusiness, ExcludedDayPrevBusiness}
 )
 
 // ParseEnum returns the canonical value of values that equals s ignoring case.

@@ -33,6 +33,24 @@ type JobProperties struct {
 	// never shows: an extension, filled in by the API and never taken from
 	// input.
 	SetSecrets []string `json:"setSecrets,omitempty"`
+
+	// The scheduling policies below are extensions to the 2016-03-01 API;
+	// a job that names none behaves as a job of the original service.
+
+	// CatchUp says which missed occurrences run after an outage or when
+	// the job is enabled again; empty means CatchUpEarliest.
+	CatchUp CatchUpPolicy `json:"catchUp,omitempty"`
+	// CatchUpWindow (ISO 8601 or TimeSpan, kept as given) bounds how far
+	// back CatchUpAll reaches: missed occurrences older than it are
+	// skipped. Only with CatchUpAll; empty means one day.
+	CatchUpWindow string `json:"catchUpWindow,omitempty"`
+	// Overlap says what happens to an occurrence due while the previous
+	// one still runs or waits for a retry; empty means OverlapAllow.
+	Overlap OverlapPolicy `json:"overlap,omitempty"`
+	// PauseAfterFaults disables the job after that many consecutive
+	// Faulted occurrences (every attempt of each failed), with the reason
+	// in its status and history. Nil: never.
+	PauseAfterFaults *int `json:"pauseAfterFaults,omitempty"`
 }
 
 // SecretsSet returns the secret fields of the action and its error actions
@@ -63,6 +81,12 @@ type JobStatus struct {
 	// last retry (Tally.LastStatus). Absent before the first attempt. An
 	// extension to the 2016-03-01 API.
 	LastStatus *string `json:"lastStatus,omitempty"`
+	// ConsecutiveFaults counts the Faulted occurrences since the last one
+	// that succeeded (an extension, kept for PauseAfterFaults).
+	ConsecutiveFaults int `json:"consecutiveFaults,omitempty"`
+	// StateReason says why the scheduler changed the job's state, as when
+	// PauseAfterFaults disabled it (an extension). Absent otherwise.
+	StateReason string `json:"stateReason,omitempty"`
 }
 
 // Recurrence says how often a job repeats. A job without one runs once.
@@ -80,6 +104,19 @@ type Recurrence struct {
 	// minutes and days of the schedule are wall-clock values there. Empty means
 	// UTC.
 	TimeZone string `json:"timeZone,omitempty"`
+	// FlexibleWindow (an extension; ISO 8601 or TimeSpan, kept as given, at
+	// most the recurrence's period) lets each occurrence run at an offset
+	// within the window after its instant, derived from the job and the
+	// instant: the same for the same occurrence, spread evenly over many
+	// jobs, never before the instant.
+	FlexibleWindow string `json:"flexibleWindow,omitempty"`
+	// ExcludedCalendars names calendars of the job's collection (an
+	// extension): an occurrence whose local date one of them holds does
+	// not run on that date; OnExcludedDay says what happens instead.
+	ExcludedCalendars []string `json:"excludedCalendars,omitempty"`
+	// OnExcludedDay: skip the occurrence (the default), or move it to the
+	// same time on the next or previous business day.
+	OnExcludedDay ExcludedDayAction `json:"onExcludedDay,omitempty"`
 }
 
 // IntervalOrDefault returns the interval, 1 when none is set.
@@ -99,6 +136,10 @@ type Schedule struct {
 	Minutes            []int               `json:"minutes,omitempty"`
 	MonthDays          []int               `json:"monthDays,omitempty"`
 	MonthlyOccurrences []MonthlyOccurrence `json:"monthlyOccurrences,omitempty"`
+	// MonthlyBusinessDays (an extension, frequency month only) names
+	// business days of the month: 1 is the first, -1 the last. A business
+	// day is a Monday to Friday that no excluded calendar holds.
+	MonthlyBusinessDays []int `json:"monthlyBusinessDays,omitempty"`
 }
 
 // MonthlyOccurrence names a weekday within a month: {Friday, 1} is the first
