@@ -233,6 +233,9 @@ func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
 	if e != nil {
 		return jobDraft{}, e
 	}
+	if e := s.checkExcludedCalendars(ctx, ref.CollectionRef(), &props); e != nil {
+		return jobDraft{}, e
+	}
 	if props.State == "" {
 		props.State = contracts.JobStateEnabled
 	}
