@@ -260,6 +260,19 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 			*errs = append(*errs, d.skip(ctx, c, next))
 			continue
 		}
+		if policy := overlapPolicy(c, &job.job); policy != "" {
+			// Skip and BufferOne: an occurrence due while another is in
+			// flight does not run now.
+			run, err := d.admit(ctx, c, &job.job, policy, now)
+			if err != nil {
+				*errs = append(*errs, err, d.ix.Release(ctx, c))
+				continue
+			}
+			if !run {
+				*errs = append(*errs, d.ix.Commit(ctx, c, next))
+				continue
+			}
+		}
 		msg, err := buildExecution(d.cfg.Sealer, c, job.job, now, d.cfg.ActionTimeout, lastOccurrence(c, next))
 		if err != nil {
 			d.cfg.Logger.Error("building an execution", slog.String("job", c.JobKey), slog.String("error", err.Error()))
