@@ -211,6 +211,14 @@ func TestABufferedOccurrenceRunsAfterAPlannerRestart(t *testing.T) {
 	if _, ok, err := ix.Get(t.Context(), j.Ref.KVKey(), BufferSlot); err != nil || !ok {
 		t.Fatalf("nothing buffered (%v)", err)
 	}
+	// Kept in the follow-ups bucket too, for a Redis that loses it.
+	bucket, err := store.OpenFollowUps(t.Context(), e.js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, _, ok, err := bucket.Get(t.Context(), j.Ref.KVKey(), BufferSlot); err != nil || !ok || kept.Occurrence != 2 {
+		t.Fatalf("bucket holds %+v (%v, %v)", kept, ok, err)
+	}
 	first.Stop()
 
 	second := e.planner(t, nil)
@@ -220,4 +228,43 @@ func TestABufferedOccurrenceRunsAfterAPlannerRestart(t *testing.T) {
 	if x, _ := e.lastExecution(t); x.Occurrence != 2 || !x.ExpectedTime.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("execution %+v, want the buffered occurrence 2", x)
 	}
+	if _, _, ok, err := bucket.Get(t.Context(), j.Ref.KVKey(), BufferSlot); err != nil || ok {
+		t.Fatalf("the bucket still holds the buffered occurrence (%v)", err)
+	}
+}
+
+// A Redis that loses its data loses the running mark: no job is left
+// stuck, at worst one occurrence overlaps; the occurrence buffered is
+// restored from the follow-ups bucket and runs by its wait's bound.
+func TestAFlushedRedisLeavesNoJobStuck(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	d := e.planner(t, func(c *Config) { c.Lease = time.Second; c.ActionTimeout = 10 * time.Second })
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	j := e.addJob(t, "j", overlapJob(contracts.OverlapBufferOne))
+	e.due(t, d, ix, j, t0.Add(time.Minute))
+	e.waitCount(t, 1)
+	e.due(t, d, ix, j, t0.Add(2*time.Minute))
+	buffered, ok, err := ix.Get(t.Context(), j.Ref.KVKey(), BufferSlot)
+	if err != nil || !ok {
+		t.Fatalf("nothing buffered (%v)", err)
+	}
+
+	testkit.FlushPrefix(e.rdb, e.prefix)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		_, ok, err := ix.Get(t.Context(), j.Ref.KVKey(), BufferSlot)
+		return err == nil && ok
+	}, "the buffered occurrence was not restored")
+	// By then the schedule's next occurrence, no longer held back by a
+	// mark, runs too: the one overlap a lost mark allows.
+	e.clock.Set(buffered.Due)
+	d.Wake()
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		for _, x := range e.executions(t) {
+			if x.Occurrence == 2 && x.ExpectedTime.Equal(t0.Add(2*time.Minute)) {
+				return true
+			}
+		}
+		return false
+	}, "the buffered occurrence did not run")
 }
