@@ -119,8 +119,28 @@ func PauseReason(faults int64, expected time.Time, errText, message string) stri
 // id: the entry is written once per faulted occurrence that paused the job.
 const PauseLabel contracts.ActionName = contracts.MainAction + "/paused"
 
+// pausedTally returns the tally of a job's newest history entry as its
+// pause's entry carries it: the counters as they are, the consecutive
+// faults from zero, as the job enabled again starts them (the timer's
+// count is reset then; history's, restored after Redis lost the timer,
+// must not count the faults before the pause again). A tally that cannot
+// be read is carried as it is.
+func pausedTally(header string) string {
+	var t contracts.Tally
+	if header == "" || json.Unmarshal([]byte(header), &t) != nil {
+		return header
+	}
+	t.ConsecutiveFaults = 0
+	b, err := json.Marshal(t)
+	if err != nil {
+		return header
+	}
+	return string(b)
+}
+
 // recordPause writes the history entry of a pause straight to the HISTORY
-// stream, after the job's newest entry and carrying its tally unchanged:
+// stream, after the job's newest entry and carrying its tally (see
+// pausedTally):
 // the history consumer only writes the entries of results, and a result
 // event would reach every subscriber of RESULTS as an execution. The
 // entry's id is derived from the occurrence, so writing it twice stores it
@@ -156,7 +176,7 @@ func (c *Consumer) recordPause(ctx context.Context, r contracts.Result, reason s
 		case err != nil:
 			return err
 		default:
-			seq, tally = last.Sequence, last.Header.Get(contracts.TallyHeader)
+			seq, tally = last.Sequence, pausedTally(last.Header.Get(contracts.TallyHeader))
 		}
 		msg := nats.NewMsg(subject)
 		msg.Data = data
