@@ -35,3 +35,26 @@ type Recorded struct {
 	Result   contracts.Result
 	Decision contracts.Decision
 }
+
+// Skipped is an occurrence of a job's schedule that came due and did not
+// run, and why (one of the Skip reasons).
+type Skipped struct {
+	// JobKey is the job's KV key.
+	JobKey string
+	// Occurrence and Expected name the occurrence.
+	Occurrence int64
+	Expected   time.Time
+	// Reason is why it did not run: a metric label, one of SkipReasons.
+	Reason string
+}
+
+// The reasons an occurrence is skipped. A new reason is added here and to
+// SkipReasons, so that its metric series exists from the start.
+const (
+	// SkipOverlap: an earlier occurrence of the job was in flight and its
+	// overlap policy is Skip, or BufferOne with one waiting already.
+	SkipOverlap = "overlap"
+)
+
+// SkipReasons are the values of Skipped.Reason.
+var SkipReasons = []string{SkipOverlap}

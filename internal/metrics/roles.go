@@ -30,6 +30,7 @@ type Planner struct {
 	results    *prometheus.CounterVec
 	followUps  *prometheus.CounterVec
 	faulted    prometheus.Counter
+	skipped    *prometheus.CounterVec
 	ended      *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
@@ -60,6 +61,10 @@ func (r *Registry) Planner() *Planner {
 				Namespace: namespace, Name: "occurrences_faulted_total",
 				Help: "Occurrences whose every attempt of the main action failed.",
 			}),
+			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: namespace, Name: "occurrences_skipped_total",
+				Help: "Occurrences that came due and did not run, by reason (overlap: an earlier one was in flight).",
+			}, []string{"reason"}),
 			ended: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: namespace, Name: "jobs_ended_total",
 				Help: "Jobs that ended after their last occurrence, by final state (Completed or Faulted).",
@@ -74,7 +79,7 @@ func (r *Registry) Planner() *Planner {
 				Buckets: latencyBuckets,
 			}, []string{"route", "method"}),
 		}
-		r.reg.MustRegister(p.lateness, p.dispatched, p.results, p.followUps, p.faulted, p.ended, p.requests, p.duration)
+		r.reg.MustRegister(p.lateness, p.dispatched, p.results, p.followUps, p.faulted, p.skipped, p.ended, p.requests, p.duration)
 		// Every series of a known label value starts at zero, so that rates
 		// and alerts have a series before the first event.
 		for _, action := range []string{"main", "error"} {
@@ -88,6 +93,9 @@ func (r *Registry) Planner() *Planner {
 		}
 		for _, kind := range []string{"retry", "error_action"} {
 			p.followUps.WithLabelValues(kind)
+		}
+		for _, reason := range events.SkipReasons {
+			p.skipped.WithLabelValues(reason)
 		}
 		for _, state := range []contracts.JobState{contracts.JobStateCompleted, contracts.JobStateFaulted} {
 			p.ended.WithLabelValues(string(state))
@@ -122,6 +130,11 @@ func (p *Planner) Recorded(rec events.Recorded) {
 	case contracts.RunErrorAction:
 		p.followUps.WithLabelValues("error_action").Inc()
 	}
+}
+
+// Skipped observes an occurrence that did not run.
+func (p *Planner) Skipped(s events.Skipped) {
+	p.skipped.WithLabelValues(s.Reason).Inc()
 }
 
 // Ended observes a job that ended.
