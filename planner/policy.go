@@ -133,11 +133,13 @@ func windowOffset(key string, at int64, window int64) int64 {
 // excludedOn returns the first excluded calendar that holds local day
 // number days, or nil.
 func (s *Schedule) excludedOn(days int64) *Calendar {
-	if s.policy == nil {
+	if s.policy == nil || len(s.policy.cals) == 0 {
 		return nil
 	}
+	y, m, d := civilFromDays(days)
+	first := days - int64(d) + 1
 	for _, c := range s.policy.cals {
-		if c.holds(days) {
+		if c.monthMask(y, m, first)&(1<<uint(d)) != 0 {
 			return c
 		}
 	}
@@ -246,22 +248,32 @@ func (s *Schedule) nextSkipping(after int64) (int64, bool) {
 }
 
 // nextMovedLater: NextBusinessDay. A moved occurrence runs later than its
-// instant, so occurrences before after can move past it: those on the run
-// of non-business days just before after's date. The search starts at the
-// first of them and ends at the first occurrence that stays where it is, or
-// at one no earlier than the best found.
+// instant, so occurrences before after can move past it: those on the held
+// days of the run of non-business days just before after's date. The
+// search starts at the first of them and ends at the first occurrence that
+// stays where it is, or at one no earlier than the best found.
 func (s *Schedule) nextMovedLater(after int64) (int64, bool) {
 	afterDays := s.localDays(after)
-	from := afterDays
-	for i := 0; i < businessSearchDays && !s.isBusiness(from-1); i++ {
-		from--
+	from := afterDays + 1 // the first held day from which to search
+	if s.excludedOn(afterDays) != nil {
+		from = afterDays
+	}
+	for d, i := afterDays-1, 0; i < businessSearchDays; d, i = d-1, i+1 {
+		wd := weekdayOfDays(d)
+		if s.excludedOn(d) != nil {
+			from = d
+		} else if wd != time.Saturday && wd != time.Sunday {
+			break // a business day
+		}
 	}
 	t := after
-	if from < afterDays || s.excludedOn(afterDays) != nil {
+	if from <= afterDays {
 		t = min(s.wallClock(from, 0)-1, after)
 	}
-	var best int64
-	found := false
+	var (
+		best, prevDay, prevB int64
+		found                bool
+	)
 	for range excludedScanLimit {
 		o, ok := s.nextBase(t)
 		if !ok || (found && o >= best) || (s.hasEnd && o > s.end) {
@@ -276,8 +288,15 @@ func (s *Schedule) nextMovedLater(after int64) (int64, bool) {
 			t = max(o, min(s.endOfDay(days), after))
 			continue
 		}
-		b, ok := s.nextBusiness(days)
-		if !ok || s.endOfDay(b) <= after {
+		b := prevB
+		if !(prevDay < days && days < prevB) { // not in the run already seen
+			if b, ok = s.nextBusiness(days); !ok {
+				t = max(o, s.endOfDay(days))
+				continue
+			}
+		}
+		prevDay, prevB = days, b
+		if s.endOfDay(b) <= after {
 			t = max(o, s.endOfDay(days)) // the whole day moves to or before after
 			continue
 		}
@@ -289,8 +308,18 @@ func (s *Schedule) nextMovedLater(after int64) (int64, bool) {
 			best, found = e, true
 		}
 		if !s.transitionOn(days) && !s.transitionOn(b) {
-			// Later times of this day move to later times of b.
-			t = max(o, s.endOfDay(days))
+			// Later times of this day move to later times of b. A day
+			// after the anchor's has every time of the schedule, so the
+			// held days after it, which move to b too, move nothing
+			// earlier either. (Days in between that no calendar holds
+			// keep their occurrences.)
+			last := days
+			if days != s.aDays {
+				for last+1 < b && s.excludedOn(last+1) != nil {
+					last++
+				}
+			}
+			t = max(o, s.endOfDay(last))
 		}
 	}
 	return best, found
@@ -337,9 +366,14 @@ func (s *Schedule) nextMovedEarlier(after int64) (int64, bool) {
 }
 
 // transitionOn reports whether the zone changes its offset on local day
-// number days.
+// number days, its midnight included (America/Santiago skips 00:00–01:00).
 func (s *Schedule) transitionOn(days int64) bool {
-	return s.loc != time.UTC && transitionWithin(s.loc, s.wallClock(days, 0))
+	if s.loc == time.UTC {
+		return false
+	}
+	y, m, d := civilFromDays(days)
+	start := contracts.WallClock(s.loc, y, m, d, 0, 0, 0)
+	return !isMidnight(start) || transitionWithin(s.loc, start.Unix())
 }
 
 // nominalTime returns the wall-clock time of day, in seconds, that

@@ -65,7 +65,8 @@ type Occurrence struct {
 	Skipped bool
 	// MovedFrom is the instant it was moved from, on a date an excluded
 	// calendar holds, to the business day of At; zero when not moved.
-	// Occurrences moved to the same instant are one, from the earliest.
+	// Occurrences moved to the same instant, or to one the schedule has
+	// anyway, are one, and MovedFrom names the earliest moved.
 	MovedFrom time.Time
 	// Calendar names the excluded calendar that holds the date of a
 	// skipped or moved occurrence, and Holiday its name for that date
@@ -92,7 +93,7 @@ func (s *Schedule) UpcomingDetail(jobKey string, n int) []Occurrence {
 		s.annotateMove(&out[i])
 	}
 	// The occurrences skipped up to the last run, or, when the job ends
-	// sooner than n runs, up to its end.
+	// sooner than n runs, up to its end (at most n of those).
 	limit := int64(math.MaxInt64)
 	want := n
 	if s.count > 0 {
@@ -113,7 +114,7 @@ func (s *Schedule) UpcomingDetail(jobKey string, n int) []Occurrence {
 	}
 	for range excludedScanLimit {
 		o, ok := s.nextBase(t)
-		if !ok || o > limit || (s.hasEnd && o > s.end) || len(skipped) >= n {
+		if !ok || o > limit || (s.hasEnd && o > s.end) || (limit == math.MaxInt64 && len(skipped) >= n) {
 			break
 		}
 		t = o
@@ -162,14 +163,14 @@ func (s *Schedule) movedInstant(o, days int64) (int64, bool) {
 
 // annotateMove fills in where a run was moved from: the earliest occurrence
 // on the held days next to its date (before it for NextBusinessDay, after
-// it for PreviousBusinessDay) that moves to it, unless the schedule has the
-// run's instant itself on a date no calendar holds.
+// it for PreviousBusinessDay) that moves to it, if any, even when the
+// schedule has the run's instant anyway.
 func (s *Schedule) annotateMove(o *Occurrence) {
-	at := o.At.Unix()
-	days := s.localDays(at)
-	if next, ok := s.nextBase(at - 1); ok && next == at && s.excludedOn(days) == nil {
+	if s.policy.onExcluded == contracts.ExcludedDaySkip {
 		return
 	}
+	at := o.At.Unix()
+	days := s.localDays(at)
 	step := int64(-1)
 	if s.policy.onExcluded == contracts.ExcludedDayPrevBusiness {
 		step = 1
