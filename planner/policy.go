@@ -31,10 +31,11 @@ import (
 var ErrCalendarMissing = errors.New("excluded calendar not found")
 
 // businessSearchDays bounds the search for a business day (and for the end
-// of a run of held days): a calendar that holds more than this many days in
-// a row has no business day near them, and an occurrence that would move
-// there is dropped.
-const businessSearchDays = 1000
+// of a run of held days): longer than the longest range a calendar may
+// hold (3 years). Calendars that hold more than this many days in a row
+// have no business day near them, and an occurrence that would move there
+// is dropped.
+const businessSearchDays = 1200
 
 // excludedScanLimit bounds the runs of held days skipped, and the
 // occurrences looked at, in search of one that runs. A schedule with none
