@@ -48,6 +48,37 @@ func Describe(start *time.Time, r *contracts.Recurrence) string {
 	if r.EndTime != nil {
 		s += ", until " + wallInstant(*r.EndTime, d.loc, d.zone)
 	}
+	return s + d.policies()
+}
+
+// policies describes the excluded calendars, what happens on a date they
+// hold, and the flexible window: ", not on dates calendar "holidays"
+// holds, each run starting within 30 minutes after its time".
+func (d *describer) policies() string {
+	var s string
+	if n := len(d.r.ExcludedCalendars); n > 0 {
+		var names []string
+		for _, name := range d.r.ExcludedCalendars {
+			names = append(names, contracts.QuoteName(name))
+		}
+		held := "calendar " + names[0] + " holds"
+		if n > 1 {
+			held = "calendars " + joinAnd(names) + " hold"
+		}
+		switch d.r.OnExcludedDay {
+		case contracts.ExcludedDayNextBusiness:
+			s += ", moved to the same time on the next business day when " + held + " the date"
+		case contracts.ExcludedDayPrevBusiness:
+			s += ", moved to the same time on the previous business day when " + held + " the date"
+		default:
+			s += ", not on dates " + held
+		}
+	}
+	if d.r.FlexibleWindow != "" {
+		if w, err := contracts.ParseDuration(d.r.FlexibleWindow); err == nil && w >= time.Second {
+			s += ", each run starting within " + formatDuration(w.Truncate(time.Second)) + " after its time"
+		}
+	}
 	return s
 }
 
@@ -275,23 +306,13 @@ func (d *describer) weekly(set []time.Weekday) string {
 // "the first and last Friday"; and when both month days and occurrences
 // are given, the condition the occurrences add: ", when it is a Friday".
 func (d *describer) monthDays(sc *contracts.Schedule) (string, string) {
+	if len(sc.MonthlyBusinessDays) > 0 {
+		return "the " + positions(sc.MonthlyBusinessDays) + " business day", ""
+	}
 	var byDay, byOccurrence string
 	if len(sc.MonthDays) > 0 {
-		days := sortedSet(sc.MonthDays)
-		slices.SortFunc(days, fromStartThenEnd)
-		var words []string
-		for _, n := range days {
-			switch {
-			case n > 0:
-				words = append(words, ordinal(n))
-			case n == -1:
-				words = append(words, "last")
-			default:
-				words = append(words, ordinal(-n)+"-to-last")
-			}
-		}
-		byDay = "the " + joinAnd(words)
-		if days[len(days)-1] < 0 {
+		byDay = "the " + positions(sc.MonthDays)
+		if slices.Min(sc.MonthDays) < 0 {
 			byDay += " day"
 		}
 	}
@@ -310,6 +331,25 @@ func (d *describer) monthDays(sc *contracts.Schedule) (string, string) {
 		return "the " + ordinal(d.a.Day()), ""
 	}
 	return "the day it was created", ""
+}
+
+// positions names days counted from a month's start or end: "1st, 15th,
+// 2nd-to-last and last".
+func positions(ns []int) string {
+	days := sortedSet(ns)
+	slices.SortFunc(days, fromStartThenEnd)
+	var words []string
+	for _, n := range days {
+		switch {
+		case n > 0:
+			words = append(words, ordinal(n))
+		case n == -1:
+			words = append(words, "last")
+		default:
+			words = append(words, ordinal(-n)+"-to-last")
+		}
+	}
+	return joinAnd(words)
 }
 
 // occurrences returns "the first and last Friday", "every Monday and the

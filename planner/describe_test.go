@@ -371,3 +371,42 @@ func (c claims) check(at time.Time) string {
 	}
 	return ""
 }
+
+func TestDescribePolicies(t *testing.T) {
+	t.Parallel()
+	start := "2026-05-01T09:00:00Z"
+	weekdays := []contracts.DayOfWeek{contracts.Monday, contracts.Tuesday, contracts.Wednesday, contracts.Thursday, contracts.Friday}
+	tests := []struct {
+		name string
+		rec  contracts.Recurrence
+		want string
+	}{
+		{"business days of the month", contracts.Recurrence{Frequency: contracts.FrequencyMonth,
+			Schedule: &contracts.Schedule{MonthlyBusinessDays: []int{-1, 1, 3}, Hours: []int{9}, Minutes: []int{0}}},
+			"on the 1st, 3rd and last business day of each month at 09:00 UTC"},
+		{"business days every quarter", contracts.Recurrence{Frequency: contracts.FrequencyMonth, Interval: intp(3),
+			Schedule: &contracts.Schedule{MonthlyBusinessDays: []int{-2}}},
+			"every 3 months on the 2nd-to-last business day at 09:00 UTC"},
+		{"an excluded calendar skips", contracts.Recurrence{Frequency: contracts.FrequencyDay, ExcludedCalendars: []string{"us"}},
+			`every day at 09:00 UTC, not on dates calendar "us" holds`},
+		{"two excluded calendars move to the next business day", contracts.Recurrence{Frequency: contracts.FrequencyWeek, TimeZone: "Europe/Berlin",
+			Schedule: &contracts.Schedule{WeekDays: weekdays, Hours: []int{9}, Minutes: []int{0}}, ExcludedCalendars: []string{"de", "company"},
+			OnExcludedDay: contracts.ExcludedDayNextBusiness},
+			`every weekday at 09:00 Europe/Berlin, moved to the same time on the next business day when calendars "de" and "company" hold the date`},
+		{"an excluded calendar moves to the previous business day", contracts.Recurrence{Frequency: contracts.FrequencyMonth, ExcludedCalendars: []string{"us"},
+			OnExcludedDay: contracts.ExcludedDayPrevBusiness, Count: intp(12)},
+			`on the 1st of each month at 09:00 UTC, 12 times, moved to the same time on the previous business day when calendar "us" holds the date`},
+		{"a flexible window", contracts.Recurrence{Frequency: contracts.FrequencyHour, FlexibleWindow: "PT15M"},
+			"every hour at :00, each run starting within 15 minutes after its time"},
+		{"a flexible window of hours with a calendar", contracts.Recurrence{Frequency: contracts.FrequencyDay, FlexibleWindow: "02:00:00", ExcludedCalendars: []string{"us"}},
+			`every day at 09:00 UTC, not on dates calendar "us" holds, each run starting within 2 hours after its time`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Describe(startOf(t, start), &tt.rec); got != tt.want {
+				t.Errorf("Describe = %q\n          want %q", got, tt.want)
+			}
+		})
+	}
+}

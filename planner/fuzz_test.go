@@ -20,6 +20,8 @@ func FuzzParseJob(f *testing.F) {
 		`{"recurrence": {"frequency": "minute", "interval": 7, "schedule": {"minutes": [0], "hours": [5]}}, "startTime": "2026-02-01T00:03"}`,
 		`{"recurrence": {"frequency": "week", "schedule": {"weekDays": "funday", "hours": [25]}}}`,
 		`{"recurrence": {"frequency": "day", "timeZone": "Mars/Base", "endTime": "1999-01-01"}}`,
+		`{"startTime": "2026-12-24T09:00", "recurrence": {"frequency": "day", "timeZone": "America/New_York", "flexibleWindow": "PT1H", "excludedCalendars": ["us"], "onExcludedDay": "nextBusinessDay"}}`,
+		`{"recurrence": {"frequency": "month", "schedule": {"monthlyBusinessDays": [1, -1], "hours": [9]}, "excludedCalendars": ["us", "b"], "onExcludedDay": "previousBusinessDay"}, "catchUp": "all", "catchUpWindow": "P1D"}`,
 	} {
 		f.Add([]byte(bad), int64(1767225600))
 	}
@@ -40,7 +42,20 @@ func FuzzParseJob(f *testing.F) {
 				}
 				return
 			}
-			s, err := NewSchedule(&p, now)
+			// Every calendar a job excludes is the same holiday calendar.
+			var cals []*Calendar
+			if p.Recurrence != nil {
+				holidays := usHolidays()
+				for _, name := range p.Recurrence.ExcludedCalendars {
+					c, err := CompileCalendar(name, &holidays)
+					if err != nil {
+						t.Errorf("calendar: %v", err)
+						return
+					}
+					cals = append(cals, c)
+				}
+			}
+			s, err := NewSchedule(&p, now, cals...)
 			if err != nil {
 				t.Errorf("a valid job does not compile: %v", err)
 				return

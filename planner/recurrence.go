@@ -30,7 +30,7 @@ const scanLimit = 4800 + 2
 // or minutes filter the elapsed grid.
 const elapsedScanLimit = 500_000
 
-type ruleKind int
+type ruleKind uint8
 
 const (
 	kindOnce             ruleKind = iota // no recurrence: one run
@@ -50,7 +50,6 @@ const (
 // word: that keeps a Schedule within 256 bytes, an allocator size class,
 // instead of 288 (TestScheduleSize).
 type Schedule struct {
-	kind     ruleKind
 	loc      *time.Location
 	created  int64 // unix seconds
 	anchor   int64 // A: the start time, or the creation time when there is none
@@ -78,12 +77,18 @@ type Schedule struct {
 	step   int64   // elapsed kinds: I units in seconds
 	base   int64   // elapsed schedules: start of period 0
 
+	// policy holds the scheduling policies (flexible window, excluded
+	// calendars, business days) of the jobs that name any; nil for the
+	// others, so that they pay one word.
+	policy *policy
+
 	hours                uint32 // bit h
-	weekDays             uint8  // bit time.Weekday
-	immediate            bool   // no start time: the first run is at creation, even off-schedule
+	kind                 ruleKind
+	weekDays             uint8 // bit time.Weekday
+	immediate            bool  // no start time: the first run is at creation, even off-schedule
 	hasEnd               bool
 	hasHours, hasMinutes bool
-	hasDays              bool // weekDays, monthDays or monthlyOccurrences given
+	hasDays              bool // weekDays, monthDays, monthlyOccurrences or monthlyBusinessDays given
 }
 
 type monthlyOccurrence struct {
@@ -93,8 +98,18 @@ type monthlyOccurrence struct {
 
 // NewSchedule compiles the start time and recurrence of p, for a job created
 // (or re-enabled) at created. It expects a definition that passed validation
-// of its recurrence fields; it does not check ranges itself.
-func NewSchedule(p *contracts.JobProperties, created time.Time) (*Schedule, error) {
+// of its recurrence fields; it does not check ranges itself. cals are the
+// calendars of the job's collection, or at least those its recurrence names
+// in excludedCalendars: one named but not given is an error wrapping
+// ErrCalendarMissing.
+func NewSchedule(p *contracts.JobProperties, created time.Time, cals ...*Calendar) (*Schedule, error) {
+	return newSchedule(p, created, true, cals)
+}
+
+// newSchedule is NewSchedule; when strict is false, excluded calendars that
+// cals lacks are left out instead of being an error (validation without the
+// collection's calendars).
+func newSchedule(p *contracts.JobProperties, created time.Time, strict bool, cals []*Calendar) (*Schedule, error) {
 	s := &Schedule{loc: time.UTC, created: created.Unix()}
 	r := p.Recurrence
 	if r != nil && r.TimeZone != "" {
@@ -124,6 +139,10 @@ func NewSchedule(p *contracts.JobProperties, created time.Time) (*Schedule, erro
 	}
 	if r.EndTime != nil {
 		s.end, s.hasEnd = r.EndTime.Unix(), true
+	}
+
+	if err := s.compilePolicy(r, strict, cals); err != nil {
+		return nil, err
 	}
 
 	a := time.Unix(s.anchor, 0).In(s.loc)
@@ -184,7 +203,7 @@ func (s *Schedule) compileElements(sc *contracts.Schedule) {
 		}
 		s.occurrences = append(s.occurrences, mo)
 	}
-	s.hasDays = len(sc.WeekDays) > 0 || len(sc.MonthDays) > 0 || len(sc.MonthlyOccurrences) > 0
+	s.hasDays = len(sc.WeekDays) > 0 || len(sc.MonthDays) > 0 || len(sc.MonthlyOccurrences) > 0 || len(sc.MonthlyBusinessDays) > 0
 
 	// Rule 5: second 0 when the schedule sets minutes, otherwise A's second.
 	if !s.hasMinutes {
@@ -254,7 +273,9 @@ func (s *Schedule) Recurring() bool { return s.kind != kindOnce }
 // First returns the first occurrence (the table of "The three cases"):
 // without a start time, the creation time itself; with one, the first
 // instant no sooner than both the start time and the creation time. It
-// reports false when the job never runs.
+// reports false when the job never runs. The immediate run of a job
+// without a start time is never moved: on a date an excluded calendar
+// holds it is skipped, and the first occurrence is the next one.
 func (s *Schedule) First() (time.Time, bool) {
 	switch {
 	case s.kind == kindOnce:
@@ -263,16 +284,38 @@ func (s *Schedule) First() (time.Time, bool) {
 		if s.hasEnd && s.created > s.end {
 			return time.Time{}, false
 		}
-		return unixUTC(s.created), true
+		if s.excludedAt(s.created) == nil {
+			return unixUTC(s.created), true
+		}
+		return s.Next(unixUTC(s.created))
 	}
 	return s.Next(unixUTC(max(s.anchor, s.created) - 1))
 }
 
 // Next returns the first occurrence strictly after t, honouring the end time
-// but not the count, and reports false when there is none. Occurrences are
-// whole seconds in UTC.
+// and the excluded calendars but not the count, and reports false when
+// there is none. Occurrences are whole seconds in UTC.
 func (s *Schedule) Next(t time.Time) (time.Time, bool) {
 	after := t.Unix()
+	var (
+		next int64
+		ok   bool
+	)
+	if s.policy == nil || len(s.policy.cals) == 0 {
+		next, ok = s.nextBase(after)
+		ok = ok && (!s.hasEnd || next <= s.end)
+	} else {
+		next, ok = s.nextExcluding(after)
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return unixUTC(next), true
+}
+
+// nextBase returns the first instant of the recurrence strictly after
+// after, before excluded calendars and the end time apply.
+func (s *Schedule) nextBase(after int64) (int64, bool) {
 	if after < s.anchor {
 		after = s.anchor - 1 // rule 7: no sooner than A
 	}
@@ -282,7 +325,7 @@ func (s *Schedule) Next(t time.Time) (time.Time, bool) {
 	)
 	switch s.kind {
 	case kindOnce:
-		return time.Time{}, false
+		return 0, false
 	case kindElapsedGrid:
 		next, ok = s.anchor+(floorDiv(after-s.anchor, s.step)+1)*s.step, true
 	case kindCalendarGrid:
@@ -296,10 +339,7 @@ func (s *Schedule) Next(t time.Time) (time.Time, bool) {
 	case kindCalendarSchedule:
 		next, ok = s.nextCalendarSchedule(after)
 	}
-	if !ok || (s.hasEnd && next > s.end) {
-		return time.Time{}, false
-	}
-	return unixUTC(next), true
+	return next, ok
 }
 
 // Resume returns the first occurrence that has not run, and its 1-based
@@ -466,7 +506,7 @@ func (s *Schedule) periodDays(u int64, buf *[31]int64) []int64 {
 	case contracts.FrequencyMonth:
 		y, m := fromMonthIndex(monthIndex(s.aYear, s.aMonth) + u)
 		first := daysFromCivil(y, m, 1)
-		mask := s.monthMask(y, m, weekdayOfDays(first))
+		mask := s.monthMask(y, m, first)
 		for d := int64(1); d <= 31; d++ {
 			if mask&(1<<uint(d)) != 0 {
 				out = append(out, first+d-1)
@@ -484,8 +524,12 @@ func (s *Schedule) periodDays(u int64, buf *[31]int64) []int64 {
 // monthMask returns the days (bit d) of month y-m the schedule runs on: the
 // monthDays, the monthlyOccurrences, both when both are given (a day must
 // satisfy both), or A's day of month when neither is.
-func (s *Schedule) monthMask(y int, m time.Month, firstWeekday time.Weekday) uint64 {
+func (s *Schedule) monthMask(y int, m time.Month, first int64) uint64 {
 	dim := daysIn(y, m)
+	firstWeekday := weekdayOfDays(first)
+	if s.policy != nil && len(s.policy.businessDays) > 0 {
+		return s.businessDaysMask(y, m, first)
+	}
 	if !s.hasDays {
 		if s.aDay > dim {
 			return 0

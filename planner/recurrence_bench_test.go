@@ -156,3 +156,69 @@ func rruleOption(p *contracts.JobProperties) rrule.ROption {
 	opt.Bymonthday = sc.MonthDays
 	return opt
 }
+
+// publicHolidays is a year of public holidays as dates, with the yearly
+// rules that repeat them.
+func publicHolidays() contracts.CalendarProperties {
+	p := contracts.CalendarProperties{}
+	for _, d := range []string{"2026-01-01", "2026-01-19", "2026-02-16", "2026-05-25", "2026-06-19", "2026-07-03",
+		"2026-09-07", "2026-10-12", "2026-11-11", "2026-11-26", "2026-11-27", "2026-12-24", "2026-12-25", "2026-12-31"} {
+		p.Dates = append(p.Dates, contracts.CalendarDate{Date: d, Name: "holiday"})
+	}
+	p.Ranges = []contracts.DateRange{{Start: "2026-08-10", End: "2026-08-21", Name: "summer shutdown"}}
+	p.Yearly = []contracts.YearlyDate{
+		{Name: "New Year's Day", Month: 1, Day: intp(1)},
+		{Name: "Memorial Day", Month: 5, WeekDay: contracts.Monday, Occurrence: intp(-1)},
+		{Name: "Labor Day", Month: 9, WeekDay: contracts.Monday, Occurrence: intp(1)},
+		{Name: "Thanksgiving", Month: 11, WeekDay: contracts.Thursday, Occurrence: intp(4)},
+		{Name: "Christmas Day", Month: 12, Day: intp(25)},
+	}
+	return p
+}
+
+// BenchmarkNextWithPolicies is the cost of Next and Due for jobs that
+// exclude a holiday calendar and run within a flexible window, started a
+// day and ten years ago: the same, as the engine still jumps to the period
+// asked about. The instants asked spread over 64 days, across holidays.
+func BenchmarkNextWithPolicies(b *testing.B) {
+	cal, err := CompileCalendar("holidays", func() *contracts.CalendarProperties { p := publicHolidays(); return &p }())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct{ name, recurrence string }{
+		{"weekdays-skip", `"frequency": "week", "timeZone": "America/New_York", "schedule": {"weekDays": ["monday", "tuesday", "wednesday", "thursday", "friday"], "hours": [9], "minutes": [0]}, "excludedCalendars": ["holidays"], "flexibleWindow": "PT30M"`},
+		{"daily-next-business-day", `"frequency": "day", "timeZone": "Europe/Berlin", "schedule": {"hours": [9, 17], "minutes": [0]}, "excludedCalendars": ["holidays"], "onExcludedDay": "nextBusinessDay", "flexibleWindow": "PT1H"`},
+		{"monthly-previous-business-day", `"frequency": "month", "schedule": {"monthDays": [1, 15]}, "excludedCalendars": ["holidays"], "onExcludedDay": "previousBusinessDay", "flexibleWindow": "P1D"`},
+		{"business-days-1-and-last", `"frequency": "month", "timeZone": "Australia/Sydney", "schedule": {"monthlyBusinessDays": [1, -1], "hours": [6], "minutes": [30]}, "excludedCalendars": ["holidays"], "flexibleWindow": "PT2H"`},
+	}
+	q := make([]time.Time, 64)
+	for i := range q {
+		q[i] = benchNow.Add(time.Duration(i)*24*time.Hour + time.Duration(i)*157*time.Minute)
+	}
+	for _, age := range []struct {
+		name string
+		age  time.Duration
+	}{{"started=1d", 24 * time.Hour}, {"started=10y", 10 * 365 * 24 * time.Hour}} {
+		start := benchNow.Add(-age.age).Format(time.RFC3339)
+		for _, c := range cases {
+			job := `{"startTime": "` + start + `", "action": {"type": "http", "request": {"uri": "https://example.com", "method": "GET"}}, "recurrence": {` + c.recurrence + `}}`
+			p, errs := ParseJobWithCalendars([]byte(job), benchNow, cal)
+			if len(errs) > 0 {
+				b.Fatal(errs)
+			}
+			s, err := NewSchedule(&p, benchNow, cal)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(age.name+"/"+c.name, func(b *testing.B) {
+				for i := 0; b.Loop(); i++ {
+					at, ok := s.Next(q[i%len(q)])
+					if !ok {
+						b.Fatal("no next occurrence")
+					}
+					_ = s.Due("sub.rg.collection.job", at)
+				}
+			})
+		}
+	}
+}

@@ -101,6 +101,24 @@ func randomElements(r *rand.Rand, freq contracts.Frequency) *contracts.Schedule 
 // by brute force. The immediate run of a job without a start time is not
 // included (First covers it).
 func oracle(p *contracts.JobProperties, created, from, until time.Time) []time.Time {
+	var out []time.Time
+	for _, o := range oracleBase(p, created, from, until, nil) {
+		out = append(out, o.at)
+	}
+	return out
+}
+
+// oracleOcc is an occurrence of the oracle with the wall-clock time of day
+// (seconds) it was scheduled at; -1 for elapsed schedules.
+type oracleOcc struct {
+	at  time.Time
+	tod int
+}
+
+// oracleBase is oracle before excluded calendars apply, with the time of
+// day of each occurrence; held says which local dates the excluded
+// calendars hold (nil: none), for monthlyBusinessDays.
+func oracleBase(p *contracts.JobProperties, created, from, until time.Time, held func(y int, m time.Month, d int) bool) []oracleOcc {
 	rec := p.Recurrence
 	loc, _ := time.LoadLocation(rec.TimeZone)
 	a := created.Truncate(time.Second)
@@ -109,20 +127,20 @@ func oracle(p *contracts.JobProperties, created, from, until time.Time) []time.T
 	}
 	a = a.In(loc)
 	interval := rec.IntervalOrDefault()
-	var out []time.Time
-	keep := func(t time.Time) {
+	var out []oracleOcc
+	keepAt := func(t time.Time, tod int) {
 		if !t.Before(a) && !t.Before(from) && !t.After(until) && (rec.EndTime == nil || !t.After(*rec.EndTime)) {
-			out = append(out, t.UTC())
+			out = append(out, oracleOcc{t.UTC(), tod})
 		}
 	}
 	switch rec.Frequency {
 	case contracts.FrequencyMinute, contracts.FrequencyHour:
-		oracleElapsed(rec, a, loc, interval, from, until, keep)
+		oracleElapsed(rec, a, loc, interval, from, until, func(t time.Time) { keepAt(t, -1) })
 	default:
-		oracleCalendar(rec, a, loc, interval, from, until, keep)
+		oracleCalendar(rec, a, loc, interval, from, until, held, keepAt)
 	}
-	slices.SortFunc(out, func(x, y time.Time) int { return x.Compare(y) })
-	return slices.CompactFunc(out, func(x, y time.Time) bool { return x.Equal(y) })
+	slices.SortStableFunc(out, func(x, y oracleOcc) int { return x.at.Compare(y.at) })
+	return slices.CompactFunc(out, func(x, y oracleOcc) bool { return x.at.Equal(y.at) })
 }
 
 func oracleElapsed(rec *contracts.Recurrence, a time.Time, loc *time.Location, interval int, from, until time.Time, keep func(time.Time)) {
@@ -176,7 +194,8 @@ func oracleElapsed(rec *contracts.Recurrence, a time.Time, loc *time.Location, i
 	}
 }
 
-func oracleCalendar(rec *contracts.Recurrence, a time.Time, loc *time.Location, interval int, from, until time.Time, keep func(time.Time)) {
+func oracleCalendar(rec *contracts.Recurrence, a time.Time, loc *time.Location, interval int, from, until time.Time,
+	held func(int, time.Month, int) bool, keep func(time.Time, int)) {
 	ay, am, ad := a.Date()
 	ah, amin, as := a.Clock()
 	aWeekday := a.Weekday()
@@ -245,12 +264,15 @@ func oracleCalendar(rec *contracts.Recurrence, a time.Time, loc *time.Location, 
 			if sc != nil && (len(sc.MonthDays) > 0 || len(sc.MonthlyOccurrences) > 0) {
 				onDay = oracleMonthDay(sc, d, dim, day.Weekday())
 			}
+			if sc != nil && len(sc.MonthlyBusinessDays) > 0 {
+				onDay = oracleBusinessDayOfMonth(sc.MonthlyBusinessDays, y, mo, d, held)
+			}
 		}
 		if !onDay {
 			continue
 		}
 		for _, tm := range times {
-			keep(contracts.WallClock(loc, y, mo, d, tm.h, tm.m, tm.s))
+			keep(contracts.WallClock(loc, y, mo, d, tm.h, tm.m, tm.s), tm.h*3600+tm.m*60+tm.s)
 		}
 	}
 }
@@ -307,9 +329,7 @@ func checkAgainstOracle(t *testing.T, p *contracts.JobProperties, created time.T
 	if err != nil {
 		t.Fatalf("%s: %v", describe(), err)
 	}
-	// A window long enough to hold several occurrences of any frequency.
-	window := map[contracts.Frequency]time.Duration{"Minute": 3 * 24 * time.Hour, "Hour": 20 * 24 * time.Hour,
-		"Day": 120 * 24 * time.Hour, "Week": 400 * 24 * time.Hour, "Month": 3 * 365 * 24 * time.Hour, "Year": 30 * 365 * 24 * time.Hour}[p.Recurrence.Frequency]
+	window := oracleSpan(p.Recurrence.Frequency)
 	from := created.Truncate(time.Second)
 	if p.StartTime != nil && p.StartTime.After(from) {
 		from = *p.StartTime
@@ -355,9 +375,333 @@ func checkAgainstOracle(t *testing.T, p *contracts.JobProperties, created time.T
 	}
 }
 
+// oracleSpan is a span of time long enough to hold several occurrences of
+// any schedule of frequency f.
+func oracleSpan(f contracts.Frequency) time.Duration {
+	return map[contracts.Frequency]time.Duration{"Minute": 3 * 24 * time.Hour, "Hour": 20 * 24 * time.Hour,
+		"Day": 120 * 24 * time.Hour, "Week": 400 * 24 * time.Hour, "Month": 3 * 365 * 24 * time.Hour, "Year": 30 * 365 * 24 * time.Hour}[f]
+}
+
 func firstN(ts []time.Time, n int) []string {
 	if len(ts) > n {
 		ts = ts[:n]
 	}
 	return formatAll(ts)
+}
+
+// The policies' property test adds to random jobs random excluded calendars
+// (dates and ranges around the span checked, yearly rules), an action on
+// excluded days, a flexible window and monthly business days, and compares
+// the engine with the oracle's occurrences filtered by the rules read
+// literally: an occurrence on a held local date is skipped, or moved to the
+// same wall-clock time on the nearest business day (Monday to Friday, held
+// by no excluded calendar), dropped before the anchor or after the end.
+
+// namedCalendar is a calendar of a random job's collection.
+type namedCalendar struct {
+	name  string
+	props contracts.CalendarProperties
+}
+
+// oracleHolds reports by definition whether a calendar holds y-m-d.
+func oracleHolds(cp *contracts.CalendarProperties, y int, m time.Month, d int) bool {
+	date := fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+	for _, x := range cp.Dates {
+		if x.Date == date {
+			return true
+		}
+	}
+	for _, r := range cp.Ranges {
+		if r.Start <= date && date <= r.End { // YYYY-MM-DD order as strings
+			return true
+		}
+	}
+	dim := time.Date(y, m+1, 0, 12, 0, 0, 0, time.UTC).Day()
+	wd := time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday()
+	for _, yr := range cp.Yearly {
+		if time.Month(yr.Month) != m {
+			continue
+		}
+		if yr.Day != nil {
+			if *yr.Day == d || (*yr.Day < 0 && dim+1+*yr.Day == d) {
+				return true
+			}
+			continue
+		}
+		nth, fromEnd := (d-1)/7+1, -((dim-d)/7 + 1)
+		if contracts.DaysOfWeek[(int(wd)+6)%7] == yr.WeekDay && (*yr.Occurrence == nth || *yr.Occurrence == fromEnd) {
+			return true
+		}
+	}
+	return false
+}
+
+// oracleBusinessDayOfMonth reports whether y-m-d is one of the business days
+// of its month at positions (1 the first, -1 the last).
+func oracleBusinessDayOfMonth(positions []int, y int, m time.Month, d int, held func(int, time.Month, int) bool) bool {
+	var business []int
+	dim := time.Date(y, m+1, 0, 12, 0, 0, 0, time.UTC).Day()
+	for day := 1; day <= dim; day++ {
+		wd := time.Date(y, m, day, 12, 0, 0, 0, time.UTC).Weekday()
+		if wd != time.Saturday && wd != time.Sunday && (held == nil || !held(y, m, day)) {
+			business = append(business, day)
+		}
+	}
+	for _, k := range positions {
+		i := k - 1
+		if k < 0 {
+			i = len(business) + k
+		}
+		if i >= 0 && i < len(business) && business[i] == d {
+			return true
+		}
+	}
+	return false
+}
+
+// excludedHolds returns whether a calendar that rec excludes holds a date.
+func excludedHolds(rec *contracts.Recurrence, cals []namedCalendar) func(int, time.Month, int) bool {
+	var excluded []*contracts.CalendarProperties
+	for i := range cals {
+		if slices.Contains(rec.ExcludedCalendars, cals[i].name) {
+			excluded = append(excluded, &cals[i].props)
+		}
+	}
+	return func(y int, m time.Month, d int) bool {
+		for _, cp := range excluded {
+			if oracleHolds(cp, y, m, d) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// oracleWithPolicies lists the occurrences of p in [from, until] by brute
+// force, with the excluded calendars among cals applied.
+func oracleWithPolicies(p *contracts.JobProperties, created, from, until time.Time, cals []namedCalendar) []time.Time {
+	rec := p.Recurrence
+	loc, _ := time.LoadLocation(rec.TimeZone)
+	held := excludedHolds(rec, cals)
+	business := func(day time.Time) bool {
+		wd := day.Weekday()
+		return wd != time.Saturday && wd != time.Sunday && !held(day.Date())
+	}
+	anchor := created.Truncate(time.Second)
+	if p.StartTime != nil {
+		anchor = *p.StartTime
+	}
+	var out []time.Time
+	for _, o := range oracleBase(p, created, from.AddDate(0, 0, -60), until.AddDate(0, 0, 60), held) {
+		y, m, d := o.at.In(loc).Date()
+		if !held(y, m, d) {
+			out = append(out, o.at)
+			continue
+		}
+		step := 0
+		switch rec.OnExcludedDay {
+		case contracts.ExcludedDayNextBusiness:
+			step = 1
+		case contracts.ExcludedDayPrevBusiness:
+			step = -1
+		}
+		if step == 0 {
+			continue
+		}
+		day := time.Date(y, m, d, 12, 0, 0, 0, time.UTC)
+		for day = day.AddDate(0, 0, step); !business(day); day = day.AddDate(0, 0, step) {
+		}
+		e := contracts.WallClock(loc, day.Year(), day.Month(), day.Day(), o.tod/3600, o.tod/60%60, o.tod%60)
+		if e.Before(anchor) || (rec.EndTime != nil && e.After(*rec.EndTime)) {
+			continue
+		}
+		out = append(out, e.UTC())
+	}
+	out = slices.DeleteFunc(out, func(t time.Time) bool { return t.Before(from) || t.After(until) })
+	slices.SortFunc(out, func(x, y time.Time) int { return x.Compare(y) })
+	return slices.CompactFunc(out, func(x, y time.Time) bool { return x.Equal(y) })
+}
+
+// addRandomPolicies gives a random job excluded calendars (returned),
+// an action on excluded days, a flexible window and, for some monthly
+// jobs, business days of the month.
+func addRandomPolicies(r *rand.Rand, p *contracts.JobProperties, created time.Time) []namedCalendar {
+	rec := p.Recurrence
+	loc, _ := time.LoadLocation(rec.TimeZone)
+	from := created
+	if p.StartTime != nil && p.StartTime.After(from) {
+		from = *p.StartTime
+	}
+	lo := from.In(loc).AddDate(0, 0, -15)
+	spanDays := int(oracleSpan(rec.Frequency).Hours()/24) + 30
+	var cals []namedCalendar
+	for i := range 1 + r.IntN(2) {
+		c := namedCalendar{name: fmt.Sprintf("cal-%d", i)}
+		for j := range r.IntN(40) {
+			day := lo.AddDate(0, 0, r.IntN(spanDays))
+			c.props.Dates = append(c.props.Dates, contracts.CalendarDate{Date: day.Format(time.DateOnly), Name: fmt.Sprintf("date %d", j)})
+		}
+		for range r.IntN(3) {
+			start := lo.AddDate(0, 0, r.IntN(spanDays))
+			c.props.Ranges = append(c.props.Ranges, contracts.DateRange{Start: start.Format(time.DateOnly),
+				End: start.AddDate(0, 0, r.IntN(10)).Format(time.DateOnly), Name: "range"})
+		}
+		for range r.IntN(5) {
+			y := contracts.YearlyDate{Name: "yearly", Month: 1 + r.IntN(12)}
+			if r.IntN(2) == 0 {
+				d := 1 + r.IntN(31)
+				if r.IntN(3) == 0 {
+					d = -d
+				}
+				y.Day = &d
+			} else {
+				n := 1 + r.IntN(5)
+				if r.IntN(2) == 0 {
+					n = -n
+				}
+				y.WeekDay, y.Occurrence = contracts.DaysOfWeek[r.IntN(7)], &n
+			}
+			c.props.Yearly = append(c.props.Yearly, y)
+		}
+		if p.StartTime != nil && r.IntN(3) == 0 { // the start's own date, every year
+			d := p.StartTime.In(loc).Day()
+			c.props.Yearly = append(c.props.Yearly, contracts.YearlyDate{Name: "anniversary", Month: int(p.StartTime.In(loc).Month()), Day: &d})
+		}
+		cals = append(cals, c)
+	}
+	if r.IntN(6) != 0 {
+		for _, c := range cals {
+			if r.IntN(4) != 0 || len(rec.ExcludedCalendars) == 0 {
+				rec.ExcludedCalendars = append(rec.ExcludedCalendars, c.name)
+			}
+		}
+		actions := []contracts.ExcludedDayAction{"", contracts.ExcludedDaySkip}
+		if rec.Frequency != contracts.FrequencyMinute && rec.Frequency != contracts.FrequencyHour {
+			actions = append(actions, contracts.ExcludedDayNextBusiness, contracts.ExcludedDayNextBusiness, contracts.ExcludedDayPrevBusiness, contracts.ExcludedDayPrevBusiness)
+		}
+		rec.OnExcludedDay = actions[r.IntN(len(actions))]
+	}
+	if r.IntN(2) == 0 {
+		period := int64(periodFloor[rec.Frequency]/time.Second) * int64(rec.IntervalOrDefault())
+		rec.FlexibleWindow = fmt.Sprintf("PT%dS", 1+r.Int64N(period))
+	}
+	if rec.Frequency == contracts.FrequencyMonth && r.IntN(3) == 0 {
+		if rec.Schedule == nil {
+			rec.Schedule = &contracts.Schedule{}
+		}
+		rec.Schedule.MonthDays, rec.Schedule.MonthlyOccurrences = nil, nil
+		for range 1 + r.IntN(3) {
+			k := 1 + r.IntN(23)
+			if r.IntN(2) == 0 {
+				k = -k
+			}
+			rec.Schedule.MonthlyBusinessDays = append(rec.Schedule.MonthlyBusinessDays, k)
+		}
+	}
+	return cals
+}
+
+func TestEngineWithPoliciesMatchesTheOracle(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(2026, 11))
+	runs := 1500
+	if testing.Short() {
+		runs = 200
+	}
+	for i := range runs {
+		p, created := randomJob(r)
+		cals := addRandomPolicies(r, &p, created)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			checkPoliciesAgainstOracle(t, &p, created, cals)
+		})
+	}
+}
+
+func checkPoliciesAgainstOracle(t *testing.T, p *contracts.JobProperties, created time.Time, named []namedCalendar) {
+	t.Helper()
+	rec := p.Recurrence
+	describe := func() string {
+		return fmt.Sprintf("start %v created %v recurrence %+v schedule %+v calendars %+v", p.StartTime, created, *rec, rec.Schedule, named)
+	}
+	var cals []*Calendar
+	for _, c := range named {
+		compiled, err := CompileCalendar(c.name, &c.props)
+		if err != nil {
+			t.Fatalf("%s: %v", describe(), err)
+		}
+		cals = append(cals, compiled)
+	}
+	s, err := NewSchedule(p, created, cals...)
+	if err != nil {
+		t.Fatalf("%s: %v", describe(), err)
+	}
+	loc := s.Location()
+	held := excludedHolds(rec, named)
+	from := created.Truncate(time.Second)
+	if p.StartTime != nil && p.StartTime.After(from) {
+		from = *p.StartTime
+	}
+	until := from.Add(oracleSpan(rec.Frequency))
+	want := oracleWithPolicies(p, created, from, until, named)
+	if p.StartTime == nil { // the immediate run unless its date is held, then occurrences after it
+		want = slices.DeleteFunc(want, func(x time.Time) bool { return !x.After(from) })
+		if !held(from.In(loc).Date()) {
+			want = append([]time.Time{from.UTC()}, want...)
+		}
+		if rec.EndTime != nil && from.After(*rec.EndTime) {
+			want = nil
+		}
+	}
+	var got []time.Time
+	for at, ok := s.First(); ok && !at.After(until); at, ok = s.Next(at) {
+		if n := len(got); n > 0 && !at.After(got[n-1]) {
+			t.Fatalf("%s: instants do not increase: %s then %s", describe(), got[n-1], at)
+		}
+		got = append(got, at)
+		if len(got) > 5000 {
+			break
+		}
+	}
+	if len(got) > 5000 {
+		want = want[:min(len(want), len(got))]
+	}
+	if !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("%s:\n got %v\nwant %v", describe(), firstN(got, 12), firstN(want, 12))
+	}
+	// Next from just before each occurrence finds it.
+	for i := 1; i < min(len(got), 200); i++ {
+		if next, ok := s.Next(got[i].Add(-time.Second)); !ok || !next.Equal(got[i]) {
+			t.Fatalf("%s: Next(%s - 1s) = %s, %v; want %s", describe(), got[i], next, ok, got[i])
+		}
+	}
+	// No occurrence runs on a held date; a moved one runs on a business
+	// day; each is due within its window.
+	window := s.Window()
+	for _, o := range s.UpcomingDetail("job-"+describe(), 60) {
+		y, m, d := o.At.In(loc).Date()
+		switch {
+		case o.Skipped:
+			if !held(y, m, d) {
+				t.Fatalf("%s: %s skipped on a date no excluded calendar holds", describe(), o.At)
+			}
+			continue
+		case held(y, m, d):
+			t.Fatalf("%s: %s runs on a held date", describe(), o.At)
+		case o.Moved():
+			if wd := o.At.In(loc).Weekday(); wd == time.Saturday || wd == time.Sunday {
+				t.Fatalf("%s: %s moved from %s to a %s", describe(), o.At, o.MovedFrom, wd)
+			}
+			if fy, fm, fd := o.MovedFrom.In(loc).Date(); !held(fy, fm, fd) {
+				t.Fatalf("%s: %s moved from %s, a date no calendar holds", describe(), o.At, o.MovedFrom)
+			}
+		}
+		if o.Due.Before(o.At) || (window > 0 && !o.Due.Before(o.At.Add(window))) || (window == 0 && !o.Due.Equal(o.At)) {
+			t.Fatalf("%s: due %s outside [%s, +%s)", describe(), o.Due, o.At, window)
+		}
+	}
+	if c := s.Count(); c > 0 {
+		if n := len(s.Upcoming(c + 5)); n > c {
+			t.Fatalf("%s: %d occurrences for count %d", describe(), n, c)
+		}
+	}
 }

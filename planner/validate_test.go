@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
 )
 
 var validateNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -120,6 +123,99 @@ func TestValidateJobAccepts(t *testing.T) {
 		t.Run(name+" is accepted", func(t *testing.T) {
 			t.Parallel()
 			if _, errs := ParseJob([]byte(job), validateNow); len(errs) > 0 {
+				t.Fatalf("rejected: %v", errs)
+			}
+		})
+	}
+}
+
+func TestValidatePoliciesRejects(t *testing.T) {
+	t.Parallel()
+	xmas := mustCalendar(t, "xmas", contracts.CalendarProperties{Yearly: []contracts.YearlyDate{{Name: "Christmas Day", Month: 12, Day: intp(25)}}})
+	daily := func(members string) string {
+		return `{` + httpAction + `, "startTime": "2026-02-01T09:00Z", "recurrence": {"frequency": "day"` + members + `}}`
+	}
+	rec := func(members string) string {
+		return `{` + httpAction + `, "startTime": "2026-02-01T09:00Z", "recurrence": {` + members + `}}`
+	}
+	once := func(members string) string { return `{` + httpAction + members + `}` }
+	var eleven []string
+	for i := range 11 {
+		eleven = append(eleven, fmt.Sprintf(`"cal%d"`, i))
+	}
+	tests := []struct {
+		name string
+		job  string
+		path string
+		says string
+	}{
+		{"a window of zero", daily(`, "flexibleWindow": "PT0S"`), "recurrence.flexibleWindow", "must be longer than zero"},
+		{"a negative window", daily(`, "flexibleWindow": "-PT5M"`), "recurrence.flexibleWindow", "must be longer than zero"},
+		{"a window with a fraction of a second", daily(`, "flexibleWindow": "PT1.5S"`), "recurrence.flexibleWindow", "whole number of seconds"},
+		{"a window that is not a duration", daily(`, "flexibleWindow": "soon"`), "recurrence.flexibleWindow", "is not a duration"},
+		{"a window longer than a day", daily(`, "flexibleWindow": "P1DT1S"`), "recurrence.flexibleWindow", "longer than the recurrence's period of 1 day (every 1 day)"},
+		{"a window longer than 3 hours", rec(`"frequency": "hour", "interval": 3, "flexibleWindow": "PT3H1M"`), "recurrence.flexibleWindow", "period of 3 hours"},
+		{"a window longer than the shortest month", rec(`"frequency": "month", "flexibleWindow": "P29D"`), "recurrence.flexibleWindow", "period of 28 days"},
+		{"a window longer than the shortest year", rec(`"frequency": "year", "flexibleWindow": "P366D"`), "recurrence.flexibleWindow", "period of 365 days"},
+		{"onExcludedDay without calendars", daily(`, "onExcludedDay": "skip"`), "recurrence.onExcludedDay", "only with excludedCalendars"},
+		{"a move with frequency minute", rec(`"frequency": "minute", "interval": 30, "excludedCalendars": ["h"], "onExcludedDay": "nextBusinessDay"`),
+			"recurrence.onExcludedDay", "NextBusinessDay moves an occurrence to another day, which needs frequency Day, Week, Month or Year (this recurrence has frequency Minute)"},
+		{"a move with frequency hour", rec(`"frequency": "hour", "excludedCalendars": ["h"], "onExcludedDay": "previousBusinessDay"`),
+			"recurrence.onExcludedDay", "needs frequency Day, Week, Month or Year"},
+		{"an unknown onExcludedDay", daily(`, "excludedCalendars": ["h"], "onExcludedDay": "tomorrow"`), "recurrence.onExcludedDay", "Skip"},
+		{"a calendar name with a space", daily(`, "excludedCalendars": ["my holidays"]`), "recurrence.excludedCalendars[0]", "calendar name \"my holidays\" is not valid"},
+		{"eleven calendars", daily(`, "excludedCalendars": [` + strings.Join(eleven, ", ") + `]`), "recurrence.excludedCalendars", "names 11 calendars; at most 10"},
+		{"catchUp on a job that runs once", once(`, "catchUp": "All"`), "catchUp", "only for a job with a recurrence"},
+		{"catchUpWindow on a job that runs once", once(`, "catchUpWindow": "PT1H"`), "catchUpWindow", "only for a job with a recurrence"},
+		{"overlap on a job that runs once", once(`, "overlap": "Skip"`), "overlap", "only for a job with a recurrence"},
+		{"pauseAfterFaults on a job that runs once", once(`, "pauseAfterFaults": 3`), "pauseAfterFaults", "only for a job with a recurrence"},
+		{"an unknown catchUp", daily(`}, "catchUp": "sometimes", "x": {`), "catchUp", "Earliest"},
+		{"catchUpWindow without catchUp All", daily(`}, "catchUp": "Latest", "catchUpWindow": "PT1H", "x": {`), "catchUpWindow", "only with catchUp All (it bounds how far back that policy reaches); this job's catchUp is Latest"},
+		{"catchUpWindow without catchUp", daily(`}, "catchUpWindow": "PT1H", "x": {`), "catchUpWindow", "this job's catchUp is Earliest"},
+		{"a catchUpWindow under a second", daily(`}, "catchUp": "all", "catchUpWindow": "PT0.5S", "x": {`), "catchUpWindow", "shorter than the minimum of 1 second"},
+		{"a catchUpWindow over 366 days", daily(`}, "catchUp": "all", "catchUpWindow": "P367D", "x": {`), "catchUpWindow", "longer than the maximum of 366 days"},
+		{"pauseAfterFaults 0", daily(`}, "pauseAfterFaults": 0, "x": {`), "pauseAfterFaults", "must be between 1 and 1000 consecutive faulted occurrences, not 0"},
+		{"pauseAfterFaults 1001", daily(`}, "pauseAfterFaults": 1001, "x": {`), "pauseAfterFaults", "not 1001"},
+		{"business days with frequency week", rec(`"frequency": "week", "schedule": {"monthlyBusinessDays": [1]}`), "recurrence.schedule.monthlyBusinessDays", "only allowed with frequency Month"},
+		{"business days out of range", rec(`"frequency": "month", "schedule": {"monthlyBusinessDays": [1, 24, 0, -24]}`), "recurrence.schedule.monthlyBusinessDays", "out of range; allowed: business days 1–23, or -23…-1"},
+		{"empty business days", rec(`"frequency": "month", "schedule": {"monthlyBusinessDays": []}`), "recurrence.schedule.monthlyBusinessDays", "must not be empty"},
+		{"business days and month days", rec(`"frequency": "month", "schedule": {"monthlyBusinessDays": [1], "monthDays": [1]}`), "recurrence.schedule.monthlyBusinessDays", "cannot be combined with monthDays"},
+		{"business days and occurrences", rec(`"frequency": "month", "schedule": {"monthlyBusinessDays": [1], "monthlyOccurrences": [{"day": "monday"}]}`), "recurrence.schedule.monthlyBusinessDays", "cannot be combined with monthlyOccurrences"},
+		{"a yearly run on a held date", `{` + httpAction + `, "startTime": "2026-12-25T09:00Z", "recurrence": {"frequency": "year", "excludedCalendars": ["xmas"]}}`,
+			"recurrence", `schedule never fires: the excluded calendar "xmas" holds the date of every occurrence`},
+		{"a yearly run on a held date that cannot move past the end", `{` + httpAction + `, "startTime": "2026-12-25T09:00Z", "recurrence": {"frequency": "year", "endTime": "2026-12-26T00:00Z", "excludedCalendars": ["xmas"], "onExcludedDay": "nextBusinessDay"}}`,
+			"recurrence", "and none can move to a business day between its start and its end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is rejected", func(t *testing.T) {
+			t.Parallel()
+			job := strings.ReplaceAll(tt.job, `, "x": {}`, "")
+			_, errs := ParseJobWithCalendars([]byte(job), validateNow, xmas)
+			for _, e := range errs {
+				if e.Path == tt.path && strings.Contains(e.Message, tt.says) {
+					return
+				}
+			}
+			t.Fatalf("want %s: …%s…; got %v", tt.path, tt.says, errs)
+		})
+	}
+}
+
+func TestValidatePoliciesAccepts(t *testing.T) {
+	t.Parallel()
+	xmas := mustCalendar(t, "xmas", contracts.CalendarProperties{Yearly: []contracts.YearlyDate{{Month: 12, Day: intp(25)}}})
+	for name, job := range map[string]string{
+		"every policy together": `{` + httpAction + `, "startTime": "2026-02-01T09:00Z", "catchUp": "all", "catchUpWindow": "P366D", "overlap": "bufferOne", "pauseAfterFaults": 1000,
+			"recurrence": {"frequency": "month", "flexibleWindow": "P28D", "excludedCalendars": ["xmas"], "onExcludedDay": "previousBusinessDay", "schedule": {"monthlyBusinessDays": [1, -1, 23, -23], "hours": 9, "minutes": 0}}}`,
+		"a window of a whole hour, hourly":         `{` + httpAction + `, "recurrence": {"frequency": "hour", "flexibleWindow": "01:00:00"}}`,
+		"a window of two weeks, every second week": `{` + httpAction + `, "recurrence": {"frequency": "week", "interval": 2, "flexibleWindow": "P14D"}}`,
+		"calendars not given to validation":        `{` + httpAction + `, "recurrence": {"frequency": "day", "excludedCalendars": ["elsewhere"], "onExcludedDay": "skip"}}`,
+		"a yearly run whose held date moves":       `{` + httpAction + `, "startTime": "2026-12-25T09:00Z", "recurrence": {"frequency": "year", "excludedCalendars": ["xmas"], "onExcludedDay": "nextBusinessDay"}}`,
+		"catchUp Skip with overlap Skip":           `{` + httpAction + `, "catchUp": "skip", "overlap": "skip", "recurrence": {"frequency": "minute"}}`,
+	} {
+		t.Run(name+" is accepted", func(t *testing.T) {
+			t.Parallel()
+			if _, errs := ParseJobWithCalendars([]byte(job), validateNow, xmas); len(errs) > 0 {
 				t.Fatalf("rejected: %v", errs)
 			}
 		})
