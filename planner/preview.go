@@ -82,6 +82,34 @@ func (o Occurrence) Moved() bool { return !o.MovedFrom.IsZero() }
 // (up to n) the occurrences that excluded calendars skip.
 func (s *Schedule) UpcomingDetail(jobKey string, n int) []Occurrence {
 	runs := s.Upcoming(n)
+	want := n
+	if s.count > 0 {
+		want = min(n, s.count)
+	}
+	from := max(s.anchor, s.created) - 1
+	if s.immediate {
+		from = s.created
+	}
+	out := s.detail(jobKey, runs, from, len(runs) < want, n)
+	if s.policy != nil && len(s.policy.cals) > 0 && s.immediate && s.kind != kindOnce && !(s.hasEnd && s.created > s.end) {
+		if c := s.excludedAt(s.created); c != nil && (len(runs) < want || s.created <= runs[len(runs)-1].Unix()) {
+			out = append([]Occurrence{s.skippedAt(s.created, c)}, out...)
+		}
+	}
+	return out
+}
+
+// Detail returns runs (consecutive runs of the schedule, as the caller
+// computed them from the instant from) each with its due time for the job
+// jobKey and where it was moved from, and between them the occurrences
+// after from that excluded calendars skip. ended says that no run follows
+// the last: the skipped ones are then given up to the schedule's end (at
+// most len(runs)+1 of them).
+func (s *Schedule) Detail(jobKey string, from time.Time, runs []time.Time, ended bool) []Occurrence {
+	return s.detail(jobKey, runs, from.Unix(), ended, len(runs)+1)
+}
+
+func (s *Schedule) detail(jobKey string, runs []time.Time, from int64, ended bool, n int) []Occurrence {
 	out := make([]Occurrence, 0, len(runs))
 	for _, at := range runs {
 		out = append(out, Occurrence{At: at, Due: s.Due(jobKey, at)})
@@ -93,25 +121,13 @@ func (s *Schedule) UpcomingDetail(jobKey string, n int) []Occurrence {
 		s.annotateMove(&out[i])
 	}
 	// The occurrences skipped up to the last run, or, when the job ends
-	// sooner than n runs, up to its end (at most n of those).
+	// sooner, up to its end (at most n of those).
 	limit := int64(math.MaxInt64)
-	want := n
-	if s.count > 0 {
-		want = min(n, s.count)
-	}
-	if len(runs) == want && len(runs) > 0 {
+	if !ended && len(runs) > 0 {
 		limit = runs[len(runs)-1].Unix()
 	}
 	var skipped []Occurrence
-	if s.immediate && s.kind != kindOnce && !(s.hasEnd && s.created > s.end) {
-		if c := s.excludedAt(s.created); c != nil && s.created <= limit {
-			skipped = append(skipped, s.skippedAt(s.created, c))
-		}
-	}
-	t := max(s.anchor, s.created) - 1
-	if s.immediate {
-		t = s.created
-	}
+	t := from
 	for range excludedScanLimit {
 		o, ok := s.nextBase(t)
 		if !ok || o > limit || (s.hasEnd && o > s.end) || (limit == math.MaxInt64 && len(skipped) >= n) {

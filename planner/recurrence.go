@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 	_ "time/tzdata" // every IANA zone, whatever the host has installed
 
@@ -104,6 +105,23 @@ type monthlyOccurrence struct {
 // ErrCalendarMissing.
 func NewSchedule(p *contracts.JobProperties, created time.Time, cals ...*Calendar) (*Schedule, error) {
 	return newSchedule(p, created, true, cals)
+}
+
+// NewStoredSchedule is NewSchedule for a stored job, whose calendars may
+// have changed since it was written: an excluded calendar that cals lacks
+// (deleted in a race with the job's write) holds no date, so the job runs
+// rather than stops, and its name is returned in missing for the caller
+// to report.
+func NewStoredSchedule(p *contracts.JobProperties, created time.Time, cals ...*Calendar) (s *Schedule, missing []string, err error) {
+	if r := p.Recurrence; r != nil {
+		for _, name := range r.ExcludedCalendars {
+			if !slices.ContainsFunc(cals, func(c *Calendar) bool { return c != nil && strings.EqualFold(c.name, name) }) {
+				missing = append(missing, name)
+			}
+		}
+	}
+	s, err = newSchedule(p, created, false, cals)
+	return s, missing, err
 }
 
 // newSchedule is NewSchedule; when strict is false, excluded calendars that

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/store"
 )
 
@@ -233,14 +234,15 @@ func namesCalendar(p contracts.JobProperties, name string) bool {
 }
 
 // checkExcludedCalendars answers 400 for a job that names a calendar its
-// collection does not hold, at properties.recurrence.excludedCalendars[i].
-func (s *Server) checkExcludedCalendars(ctx context.Context, coll contracts.CollectionRef, p *contracts.JobProperties) *apiError {
+// collection does not hold, at properties.recurrence.excludedCalendars[i],
+// and returns the collection's calendars, compiled.
+func (s *Server) checkExcludedCalendars(ctx context.Context, coll contracts.CollectionRef, p *contracts.JobProperties) ([]*planner.Calendar, *apiError) {
 	if p.Recurrence == nil || len(p.Recurrence.ExcludedCalendars) == 0 {
-		return nil
+		return nil, nil
 	}
 	cals, err := s.store.Calendars(ctx, coll)
 	if err != nil {
-		return storeError(err, "the calendars of "+collectionWhat(coll))
+		return nil, storeError(err, "the calendars of "+collectionWhat(coll))
 	}
 	var errs contracts.FieldErrors
 	for i, name := range p.Recurrence.ExcludedCalendars {
@@ -258,7 +260,66 @@ func (s *Server) checkExcludedCalendars(ctx context.Context, coll contracts.Coll
 		}
 	}
 	if len(errs) > 0 {
-		return invalid(errs)
+		return nil, invalid(errs)
 	}
-	return nil
+	return compileCalendars(cals, s.cfg.Logger), nil
+}
+
+// schedules compiles the schedules of stored jobs with the calendars they
+// exclude, reading each collection's calendars once: for the answers of one
+// request.
+type schedules struct {
+	s      *Server
+	ctx    context.Context
+	byColl map[string][]*planner.Calendar
+}
+
+func (s *Server) schedules(ctx context.Context) *schedules {
+	return &schedules{s: s, ctx: ctx}
+}
+
+// of returns the schedule of stored job j. A calendar it excludes that its
+// collection does not hold (or that cannot be read now) holds no date, as
+// the dispatcher treats it.
+func (ss *schedules) of(j *store.Job) (*planner.Schedule, error) {
+	r := j.Properties.Recurrence
+	if r == nil || len(r.ExcludedCalendars) == 0 {
+		return planner.NewSchedule(&j.Properties, j.Anchored)
+	}
+	sched, _, err := planner.NewStoredSchedule(&j.Properties, j.Anchored, ss.calendars(j.Ref.CollectionRef())...)
+	return sched, err
+}
+
+// calendars returns the compiled calendars of a collection; none when they
+// cannot be read (logged).
+func (ss *schedules) calendars(coll contracts.CollectionRef) []*planner.Calendar {
+	key := coll.KVKey()
+	if cals, ok := ss.byColl[key]; ok {
+		return cals
+	}
+	stored, err := ss.s.store.Calendars(ss.ctx, coll)
+	if err != nil {
+		ss.s.cfg.Logger.Warn("reading the calendars of a collection; its jobs are shown as if they held no date", slog.String("collection", key), slog.String("error", err.Error()))
+	}
+	cals := compileCalendars(stored, ss.s.cfg.Logger)
+	if ss.byColl == nil {
+		ss.byColl = map[string][]*planner.Calendar{}
+	}
+	ss.byColl[key] = cals
+	return cals
+}
+
+// compileCalendars compiles stored calendars; one that does not compile is
+// left out (logged).
+func compileCalendars(stored []store.Calendar, logger *slog.Logger) []*planner.Calendar {
+	var out []*planner.Calendar
+	for _, c := range stored {
+		compiled, err := planner.CompileCalendar(c.Name, &c.Properties)
+		if err != nil {
+			logger.Error("compiling a calendar", slog.String("calendar", c.Key()), slog.String("error", err.Error()))
+			continue
+		}
+		out = append(out, compiled)
+	}
+	return out
 }

@@ -210,6 +210,7 @@ func boolInt(b bool) int {
 func (s *Server) statusTimes(ctx context.Context, jobs []store.Job, order jobOrder) []time.Time {
 	out := make([]time.Time, len(jobs))
 	next, tallies := s.runtimes(ctx, jobs)
+	scheds := s.schedules(ctx)
 	for i, j := range jobs {
 		var tally contracts.Tally
 		if tallies != nil {
@@ -226,7 +227,7 @@ func (s *Server) statusTimes(ctx context.Context, jobs []store.Job, order jobOrd
 		if next != nil {
 			at = next[i]
 		}
-		if at, ok := s.nextExecution(j, at, tally); ok {
+		if at, ok := s.nextExecution(scheds, j, at, tally); ok {
 			out[i] = at
 		}
 	}

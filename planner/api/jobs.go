@@ -39,19 +39,20 @@ func (s *Server) renderJob(ctx context.Context, j store.Job) contracts.JobDefini
 // next execution is computed from the definition.
 func (s *Server) renderJobs(ctx context.Context, jobs []store.Job) []contracts.JobDefinition {
 	next, tallies := s.runtimes(ctx, jobs)
-	return s.render(jobs, next, tallies)
+	return s.render(ctx, jobs, next, tallies)
 }
 
 // renderNewJob renders a job just created without asking the timer, which
 // holds nothing of it yet: no counters, and its next execution from its
 // definition.
-func (s *Server) renderNewJob(j store.Job) contracts.JobDefinition {
-	return s.render([]store.Job{j}, nil, nil)[0]
+func (s *Server) renderNewJob(ctx context.Context, j store.Job) contracts.JobDefinition {
+	return s.render(ctx, []store.Job{j}, nil, nil)[0]
 }
 
 // render renders jobs with what the timer said of them (nil when nothing).
-func (s *Server) render(jobs []store.Job, next []time.Time, tallies []contracts.Tally) []contracts.JobDefinition {
+func (s *Server) render(ctx context.Context, jobs []store.Job, next []time.Time, tallies []contracts.Tally) []contracts.JobDefinition {
 	out := make([]contracts.JobDefinition, len(jobs))
+	scheds := s.schedules(ctx)
 	for i, j := range jobs {
 		props := j.Properties.Redacted()
 		props.SetSecrets = j.Properties.SecretsSet()
@@ -68,7 +69,7 @@ func (s *Server) render(jobs []store.Job, next []time.Time, tallies []contracts.
 			if tallies != nil {
 				tally = tallies[i]
 			}
-			if at, ok := s.nextExecution(j, at, tally); ok {
+			if at, ok := s.nextExecution(scheds, j, at, tally); ok {
 				status.NextExecutionTime = &at
 			}
 		}
@@ -100,11 +101,11 @@ func (s *Server) runtimes(ctx context.Context, jobs []store.Job) ([]time.Time, [
 // a job the timer does not hold (just written, or its schedule ran out)
 // gets its next occurrence from its definition and the occurrence its
 // schedule reached.
-func (s *Server) nextExecution(j store.Job, scheduled time.Time, tally contracts.Tally) (time.Time, bool) {
+func (s *Server) nextExecution(scheds *schedules, j store.Job, scheduled time.Time, tally contracts.Tally) (time.Time, bool) {
 	if !scheduled.IsZero() {
 		return scheduled.UTC(), !scheduled.After(contracts.MaxDateTime)
 	}
-	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	sched, err := scheds.of(&j)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -234,8 +235,15 @@ func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
 	if e != nil {
 		return jobDraft{}, e
 	}
-	if e := s.checkExcludedCalendars(ctx, ref.CollectionRef(), &props); e != nil {
+	cals, e := s.checkExcludedCalendars(ctx, ref.CollectionRef(), &props)
+	if e != nil {
 		return jobDraft{}, e
+	}
+	if len(cals) > 0 {
+		// Checked again with the calendars: they may leave no day to run on.
+		if errs := planner.ValidateJobWithCalendars(&props, "properties.", now, nil, cals...); len(errs) > 0 {
+			return jobDraft{}, invalid(errs)
+		}
 	}
 	if props.State == "" {
 		props.State = contracts.JobStateEnabled
@@ -308,7 +316,7 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 		}
 		s.audit(ctx, event, slog.String("job", jobID(ref)))
 		if existing == nil {
-			writeJSON(w, status, s.renderNewJob(saved))
+			writeJSON(w, status, s.renderNewJob(r.Context(), saved))
 		} else {
 			writeJSON(w, status, s.renderJob(ctx, saved))
 		}

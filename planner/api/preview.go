@@ -23,6 +23,48 @@ type PreviewResult struct {
 	State contracts.JobState `json:"state"`
 	// Value holds the instants, earliest first.
 	Value []time.Time `json:"value"`
+	// Occurrences tells of the same instants, for a job with scheduling
+	// policies (an extension: absent otherwise), when each runs within its
+	// flexible window and which were moved from a date an excluded
+	// calendar holds, and between them the occurrences such a calendar
+	// skips.
+	Occurrences []PreviewOccurrence `json:"occurrences,omitempty"`
+}
+
+// PreviewOccurrence is one occurrence in a preview's Occurrences.
+type PreviewOccurrence struct {
+	// Instant is the schedule's instant.
+	Instant time.Time `json:"instant"`
+	// RunAt is when it runs: Instant, or later within the flexible
+	// window. Absent when skipped.
+	RunAt *time.Time `json:"runAt,omitempty"`
+	// Skipped: an excluded calendar holds its date and it does not run.
+	Skipped bool `json:"skipped,omitempty"`
+	// MovedFrom is the instant it was moved from, on a date an excluded
+	// calendar holds.
+	MovedFrom *time.Time `json:"movedFrom,omitempty"`
+	// Calendar and Holiday name the calendar that holds the date of a
+	// skipped or moved occurrence, and the holiday.
+	Calendar string `json:"calendar,omitempty"`
+	Holiday  string `json:"holiday,omitempty"`
+}
+
+// previewOccurrences converts a schedule's detailed occurrences.
+func previewOccurrences(detail []planner.Occurrence) []PreviewOccurrence {
+	out := make([]PreviewOccurrence, 0, len(detail))
+	for _, o := range detail {
+		p := PreviewOccurrence{Instant: o.At.UTC(), Skipped: o.Skipped, Calendar: o.Calendar, Holiday: o.Holiday}
+		if !o.Skipped {
+			due := o.Due.UTC()
+			p.RunAt = &due
+		}
+		if o.Moved() {
+			from := o.MovedFrom.UTC()
+			p.MovedFrom = &from
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // previewJob answers GET …/jobs/{job}/preview?count=N (an extension of
@@ -80,6 +122,12 @@ func (s *Server) previewDraft(w http.ResponseWriter, r *http.Request, ref contra
 	return nil
 }
 
+// hasPolicies reports whether a recurrence names a policy a preview
+// details: a flexible window or excluded calendars.
+func hasPolicies(r *contracts.Recurrence) bool {
+	return r != nil && (r.FlexibleWindow != "" || len(r.ExcludedCalendars) > 0)
+}
+
 // parsePreviewCount reads count: 1 to maxPreview, 5 by default.
 func parsePreviewCount(q url.Values) (int, *apiError) {
 	v := q.Get("count")
@@ -101,7 +149,7 @@ func (s *Server) preview(ctx context.Context, j store.Job, n int, fresh bool) (P
 	if j.Properties.State != contracts.JobStateEnabled {
 		return out, nil
 	}
-	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
+	sched, err := s.schedules(ctx).of(&j)
 	if err != nil {
 		return out, newError(http.StatusInternalServerError, codeInternal, "the job's schedule cannot be read: "+err.Error())
 	}
@@ -127,6 +175,13 @@ func (s *Server) preview(ctx context.Context, j store.Job, n int, fresh bool) (P
 	for ok && len(out.Value) < n && !at.After(contracts.MaxDateTime) {
 		out.Value = append(out.Value, at)
 		at, ok = sched.Next(at)
+	}
+	if hasPolicies(j.Properties.Recurrence) {
+		from := s.cfg.Now().Truncate(time.Second)
+		if len(out.Value) > 0 && out.Value[0].Before(from) {
+			from = out.Value[0]
+		}
+		out.Occurrences = previewOccurrences(sched.Detail(j.Ref.KVKey(), from.Add(-time.Second), out.Value, !ok))
 	}
 	return out, nil
 }

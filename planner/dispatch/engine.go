@@ -200,7 +200,7 @@ func New(js jetstream.JetStream, st *store.Store, fu *store.FollowUps, ix *timer
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: JetStream: %w", err)
 	}
-	e := &Engine{cfg: cfg, js: js, ix: ix, jobs: newJobs(st, cfg.Now), inspector: &Inspector{ix: ix}}
+	e := &Engine{cfg: cfg, js: js, ix: ix, jobs: newJobs(st, cfg.Now, cfg.Logger), inspector: &Inspector{ix: ix}}
 	e.dispatcher = newDispatcher(publisher, ix, e.jobs, nil, cfg)
 	wake := e.dispatcher.Wake
 	e.followUps = newFollowUps(fu, ix, js, cfg, wake)

@@ -66,6 +66,15 @@ func (f *Follower) Start(ctx context.Context) error { return f.Loop.Start(ctx, f
 func (f *Follower) Synced() bool { return f.synced.Load() }
 
 func (f *Follower) run(ctx context.Context) {
+	// The calendars come first: a job is compiled against the calendars it
+	// excludes.
+	calendarsReady := make(chan struct{})
+	go f.followCalendars(ctx, calendarsReady)
+	select {
+	case <-calendarsReady:
+	case <-ctx.Done():
+		return
+	}
 	for first := true; ctx.Err() == nil; first = false {
 		changes, initial, err := f.store.WatchJobs(ctx)
 		if err != nil {
@@ -191,6 +200,9 @@ type pendingJob struct {
 	job   store.Job
 	sched *planner.Schedule
 	prev  *cached
+	// calendarChanged is set when a calendar the job excludes changed: its
+	// next occurrence is planned again although the job did not change.
+	calendarChanged bool
 }
 
 // apply schedules, reschedules or unschedules the jobs of store changes.
@@ -212,7 +224,7 @@ func (f *Follower) apply(ctx context.Context, changes []store.Change) error {
 			}
 			continue
 		}
-		cj, err := compile(*c.Job)
+		cj, err := f.jobs.compile(*c.Job)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -303,10 +315,10 @@ func (f *Follower) schedule(ctx context.Context, jobs []pendingJob) error {
 // the job never runs again.
 func (f *Follower) plan(p pendingJob, existing timer.Entry, found bool, tally contracts.Tally, now time.Time) (entry *timer.Entry, keep bool) {
 	j := p.job
-	if found && existing.Revision == j.Revision {
+	if found && existing.Revision == j.Revision && !p.calendarChanged {
 		return nil, true // another planner, or a replay, got here first
 	}
-	if found && p.prev != nil && sameSchedule(&p.prev.job, &j) {
+	if found && p.prev != nil && !p.calendarChanged && sameSchedule(&p.prev.job, &j) {
 		existing.Revision = j.Revision
 		return &existing, false
 	}

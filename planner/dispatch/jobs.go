@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,13 +19,9 @@ type cached struct {
 	sched *planner.Schedule
 }
 
-// compile returns the job with its schedule compiled.
-func compile(j store.Job) (*cached, error) {
-	sched, err := planner.NewSchedule(&j.Properties, j.Anchored)
-	if err != nil {
-		return nil, fmt.Errorf("compiling the schedule of %s: %w", j.Ref.KVKey(), err)
-	}
-	return &cached{job: j, sched: sched}, nil
+// compileError names the job whose schedule did not compile.
+func compileError(j store.Job, err error) error {
+	return fmt.Errorf("compiling the schedule of %s: %w", j.Ref.KVKey(), err)
 }
 
 // collState is a collection's firing state, and when it was looked up.
@@ -38,8 +35,10 @@ type collState struct {
 // this planner yet, and the collections' states. It is safe for concurrent
 // use.
 type Jobs struct {
-	store *store.Store
-	now   func() time.Time
+	store     *store.Store
+	now       func() time.Time
+	calendars *Calendars
+	logger    *slog.Logger
 
 	mu   sync.RWMutex
 	jobs map[string]*cached // by KV key, which is also the timer's job key
@@ -48,9 +47,13 @@ type Jobs struct {
 	collections map[string]collState
 }
 
-func newJobs(st *store.Store, now func() time.Time) *Jobs {
-	return &Jobs{store: st, now: now, jobs: map[string]*cached{}, collections: map[string]collState{}}
+func newJobs(st *store.Store, now func() time.Time, logger *slog.Logger) *Jobs {
+	return &Jobs{store: st, now: now, calendars: newCalendars(), logger: logger, jobs: map[string]*cached{}, collections: map[string]collState{}}
 }
+
+// compile returns the job with its schedule compiled against the
+// calendars it excludes.
+func (js *Jobs) compile(j store.Job) (*cached, error) { return js.calendars.compile(j, js.logger) }
 
 // Job returns the job stored under the key; false when it does not exist.
 func (js *Jobs) Job(ctx context.Context, key string) (store.Job, bool, error) {
@@ -95,7 +98,7 @@ func (js *Jobs) read(ctx context.Context, key string, seen *cached) (*cached, er
 	case seen != nil && seen.job.Revision == j.Revision:
 		return seen, nil
 	}
-	return compile(j)
+	return js.compile(j)
 }
 
 // put records a job the Follower saw and returns the version seen before.
