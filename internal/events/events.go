@@ -35,3 +35,19 @@ type Recorded struct {
 	Result   contracts.Result
 	Decision contracts.Decision
 }
+
+// Skipped is an occurrence of a job's schedule that a planner skipped
+// without publishing it, for a reason such as SkipCatchUp.
+type Skipped struct {
+	// JobKey is the job's KV key.
+	JobKey string
+	// Expected is the occurrence's scheduled time, Occurrence its number.
+	Expected   time.Time
+	Occurrence int64
+	// Reason tells why it was skipped: a metric label.
+	Reason string
+}
+
+// SkipCatchUp is the reason of an occurrence skipped by the job's catch-up
+// policy after the planners missed it.
+const SkipCatchUp = "catch-up"

@@ -61,6 +61,10 @@ type Config struct {
 	// published, so that a job the store takes back (refused by the quota
 	// check a moment after it became visible) never fires. Defaults to 250ms.
 	Settle time.Duration
+	// CatchUpPace is the least time between two runs of one job that
+	// catch up missed occurrences (catchUp All) or backfill a range: the
+	// bounded rate at which they run. Defaults to 1s.
+	CatchUpPace time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
 	// and their messages built, so that thousands due at the same second are
 	// ready when it comes. Each is still published at its due time, never
@@ -98,6 +102,7 @@ func (c Config) withDefaults() Config {
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
 	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
+	c.CatchUpPace = cmp.Or(c.CatchUpPace, time.Second)
 	c.StallAfter = cmp.Or(c.StallAfter, max(10*time.Second, 2*(c.PublishTimeout+c.MaxIdle)+c.Lookahead))
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.EndedRetention = cmp.Or(c.EndedRetention, 60*24*time.Hour)
@@ -148,6 +153,13 @@ type Observer interface {
 	Dispatched(d events.Dispatched)
 }
 
+// SkipObserver is an Observer that also learns of the occurrences skipped
+// without being published (events.Skipped). Called from the dispatch loop
+// and the Follower, so it must be quick.
+type SkipObserver interface {
+	Skipped(s events.Skipped)
+}
+
 // Observers tells each of its observers.
 type Observers []Observer
 
@@ -155,6 +167,15 @@ type Observers []Observer
 func (o Observers) Dispatched(d events.Dispatched) {
 	for _, obs := range o {
 		obs.Dispatched(d)
+	}
+}
+
+// Skipped tells each observer that is a SkipObserver.
+func (o Observers) Skipped(s events.Skipped) {
+	for _, obs := range o {
+		if so, ok := obs.(SkipObserver); ok {
+			so.Skipped(s)
+		}
 	}
 }
 
