@@ -243,6 +243,12 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 			continue
 		}
 		next, missed := planClaim(c, job, now, d.cfg)
+		if c.Slot == backfillSlot {
+			if next, err = d.followUps.advanceBackfill(ctx, c, job, now); err != nil {
+				*errs = append(*errs, err, d.ix.Release(ctx, c))
+				continue
+			}
+		}
 		if job != nil && c.Occurrence == 1 && c.Attempt == 0 && c.Slot == scheduleSlot && now.Sub(job.job.Updated) < confirmWindow {
 			if job, err = d.jobs.confirm(ctx, c.JobKey); err != nil {
 				*errs = append(*errs, err, d.ix.Release(ctx, c))
