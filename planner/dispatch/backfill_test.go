@@ -55,9 +55,14 @@ func TestABackfillRunsEachInstantInOrderAndSurvivesARedisFlush(t *testing.T) {
 		t.Fatalf("a second backfill while one is pending: %v, want ErrBackfillPending", err)
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.backfillRuns(t)) == 1 }, "the first run was not published at once")
-	next, ok, err := ix.Get(ctx, j.Ref.KVKey(), backfillSlot)
-	if err != nil || !ok || !next.Expected.Equal(t0.Add(3*time.Minute)) || !next.Due.Equal(e.clock.Now().Add(time.Second)) {
-		t.Fatalf("the next run %+v (%v, %v), want 3m due a pace from now", next, ok, err)
+	var next timer.Entry
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		got, ok, err := ix.Get(ctx, j.Ref.KVKey(), backfillSlot)
+		next = got
+		return err == nil && ok && got.Expected.Equal(t0.Add(3*time.Minute))
+	}, "the first run was not committed with the next after it")
+	if !next.Due.Equal(e.clock.Now().Add(time.Second)) {
+		t.Fatalf("the next run %+v, want 3m due a pace from now", next)
 	}
 
 	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
@@ -112,5 +117,43 @@ func TestABackfillOfTooManyOrNoInstantsIsNotScheduled(t *testing.T) {
 	}
 	if all, err := d.followUps.store.List(ctx); err != nil || len(all) != 0 {
 		t.Fatalf("kept %s (%v)", fmt.Sprint(all), err)
+	}
+}
+
+// A backfill run claimed again (its planner stopped after moving the
+// backfill on, before committing the run) is published again under the
+// same id, and the backfill is not moved on twice; its last run ends it.
+func TestABackfillRunClaimedAgainIsNotMovedOnTwice(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.clock.Set(t0.Add(time.Hour))
+	j := e.addJob(t, "daily", minuteJob(t0.Add(time.Minute), 0))
+	d := e.planner(t, nil)
+	d.Stop() // nothing is dispatched: the test moves the backfill on itself
+	if _, err := d.followUps.Backfill(ctx, j, t0.Add(2*time.Minute), t0.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	job, err := d.jobs.get(ctx, j.Ref.KVKey())
+	if err != nil || job == nil {
+		t.Fatalf("the job %v (%v)", job, err)
+	}
+	first := timer.Claim{Entry: timer.Entry{JobKey: j.Ref.KVKey(), Slot: backfillSlot, Due: t0.Add(2 * time.Minute), Expected: t0.Add(2 * time.Minute),
+		Remaining: 1, Revision: j.Revision, Action: "MainAction"}}
+	now := e.clock.Now()
+	a, err := d.followUps.advanceBackfill(ctx, first, job, now)
+	if err != nil || a == nil || !a.Expected.Equal(t0.Add(3*time.Minute)) || !a.Due.Equal(now.Add(time.Second)) || a.Remaining != 0 {
+		t.Fatalf("moved on to %+v (%v), want 3m due a pace from now, none after it", a, err)
+	}
+	b, err := d.followUps.advanceBackfill(ctx, first, job, now.Add(10*time.Second))
+	if err != nil || b == nil || *b != *a {
+		t.Fatalf("claimed again, moved on to %+v (%v), want %+v again", b, err, a)
+	}
+	last := timer.Claim{Entry: *a}
+	if next, err := d.followUps.advanceBackfill(ctx, last, job, now.Add(time.Second)); err != nil || next != nil {
+		t.Fatalf("after the last run: %+v (%v), want none", next, err)
+	}
+	if _, _, kept, err := d.followUps.store.Get(ctx, j.Ref.KVKey(), backfillSlot); kept || err != nil {
+		t.Fatalf("the backfill is still kept after its last run (%v)", err)
 	}
 }
