@@ -123,7 +123,7 @@ func (f *FollowUps) advanceBackfill(ctx context.Context, c timer.Claim, job *cac
 		} else {
 			next := held
 			next.Expected = at
-			next.Due = latest(at, latest(now, c.Due).Add(f.cfg.CatchUpPace)).UTC().Truncate(time.Millisecond)
+			next.Due = maxTime(at, maxTime(now, c.Due).Add(f.cfg.CatchUpPace)).UTC().Truncate(time.Millisecond)
 			if next.Remaining > 0 {
 				next.Remaining--
 			}

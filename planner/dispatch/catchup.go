@@ -149,7 +149,7 @@ func caughtUpEntry(c timer.Claim, sched *planner.Schedule, now time.Time, pace t
 	if !at.After(now) {
 		// Paced from when c is published: its due time, or now when that
 		// has passed.
-		due = latest(at, latest(now, c.Due).Add(pace))
+		due = maxTime(at, maxTime(now, c.Due).Add(pace))
 	}
 	remaining := c.Remaining
 	if remaining > 0 {
@@ -161,8 +161,8 @@ func caughtUpEntry(c timer.Claim, sched *planner.Schedule, now time.Time, pace t
 	}
 }
 
-// latest returns the later of two times.
-func latest(a, b time.Time) time.Time {
+// maxTime returns the later of two times.
+func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
