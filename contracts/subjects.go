@@ -140,3 +140,19 @@ func JobTokensOfKey(key string) (string, bool) {
 
 // JobKeyOfTokens returns the KV key of the job named by subject tokens.
 func JobKeyOfTokens(tokens string) string { return jobKeyPrefix + tokens }
+
+// calendarKeyPrefix starts the KV key of every calendar. It is neither
+// "c." nor "j.", so no scan of collections or jobs reads a calendar.
+const calendarKeyPrefix = "cal."
+
+// CalendarsKVFilter matches the KV key of every calendar in JobsBucket and
+// no other key.
+const CalendarsKVFilter = calendarKeyPrefix + ">"
+
+// CalendarsKVPrefix returns the prefix of the keys of the collection's
+// calendars: "cal.<sub>.<rg>.<collection>.".
+func (c CollectionRef) CalendarsKVPrefix() string { return calendarKeyPrefix + c.Tokens() + "." }
+
+// CalendarKVKey returns the key in JobsBucket of the collection's calendar
+// named name: "cal.<sub>.<rg>.<collection>.<calendar>".
+func (c CollectionRef) CalendarKVKey(name string) string { return c.CalendarsKVPrefix() + Token(name) }

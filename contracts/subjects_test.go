@@ -29,6 +29,12 @@ func TestKeysAreCaseInsensitive(t *testing.T) {
 	if got, want := a.CollectionRef().KVKey(), "c.sub.rg.jobs"; got != want {
 		t.Fatalf("collection KVKey = %q, want %q", got, want)
 	}
+	if got, want := a.CollectionRef().CalendarKVKey("Feiertage"), "cal.sub.rg.jobs.feiertage"; got != want {
+		t.Fatalf("CalendarKVKey = %q, want %q", got, want)
+	}
+	if _, ok := JobTokensOfKey(a.CollectionRef().CalendarKVKey("x")); ok {
+		t.Fatal("a calendar key reads as a job's")
+	}
 }
 
 func TestParseTokenReversesToken(t *testing.T) {

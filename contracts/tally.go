@@ -24,6 +24,10 @@ type Tally struct {
 	Executions int64 `json:"executionCount,omitempty"`
 	Failures   int64 `json:"failureCount,omitempty"`
 	Faulted    int64 `json:"faultedCount,omitempty"`
+	// ConsecutiveFaults counts the Faulted occurrences since the last
+	// occurrence whose main action succeeded (or since the job was
+	// enabled again): what PauseAfterFaults compares with.
+	ConsecutiveFaults int64 `json:"consecutiveFaults,omitempty"`
 	// LastExecution is when the latest attempt of the main action started.
 	LastExecution time.Time `json:"lastExecutionTime,omitzero"`
 	// LastStatus is how the attempt of the main action that started last
@@ -119,6 +123,12 @@ func (t Tally) Add(r Result) Tally {
 	t.Executions += executions
 	t.Failures += failures
 	t.Faulted += faulted
+	switch {
+	case faulted > 0:
+		t.ConsecutiveFaults++
+	case executions > 0 && r.Outcome == Succeeded:
+		t.ConsecutiveFaults = 0
+	}
 	// Results may arrive out of order (attempts of different occurrences
 	// overlap, a result is delivered again late): the attempt that started
 	// last gives the status, whichever result came last.
@@ -137,7 +147,8 @@ func (t Tally) Add(r Result) Tally {
 
 // Status returns the counters of the tally as the API shows them.
 func (t Tally) Status() JobStatus {
-	s := JobStatus{ExecutionCount: int(t.Executions), FailureCount: int(t.Failures), FaultedCount: int(t.Faulted)}
+	s := JobStatus{ExecutionCount: int(t.Executions), FailureCount: int(t.Failures), FaultedCount: int(t.Faulted),
+		ConsecutiveFaults: int(t.ConsecutiveFaults)}
 	if !t.LastExecution.IsZero() {
 		last := t.LastExecution
 		s.LastExecutionTime = &last

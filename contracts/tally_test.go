@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -76,5 +77,36 @@ func TestTallyKeepsTheLastStatus(t *testing.T) {
 	_ = json.Unmarshal(data, &fields)
 	if fields["lastStatus"] != LastSucceeded || fields["lastStatusTime"] != "2026-01-01T00:10:01Z" {
 		t.Errorf("JSON %s", data)
+	}
+}
+
+func TestTallyCountsConsecutiveFaults(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	result := func(n int, outcome Outcome, last bool, action ActionName) Result {
+		start := at.Add(time.Duration(n) * time.Minute)
+		return Result{OccurrenceID: fmt.Sprintf("%032d", n), ActionName: action, Occurrence: int64(n), ExpectedTime: start,
+			Outcome: outcome, LastAttempt: last, StartTime: start, EndTime: start.Add(time.Second)}
+	}
+	steps := []struct {
+		r    Result
+		want int64
+	}{
+		{result(1, Failed, true, MainAction), 1},
+		{result(2, Failed, false, MainAction), 1}, // a retry follows: not Faulted yet
+		{result(3, Failed, true, MainAction), 2},
+		{result(4, Succeeded, true, ErrorAction), 2}, // the error action counts for nothing
+		{result(5, Succeeded, false, MainAction), 0},
+		{result(6, Failed, true, MainAction), 1},
+	}
+	var tally Tally
+	for i, s := range steps {
+		tally = tally.Add(s.r)
+		if tally.ConsecutiveFaults != s.want {
+			t.Fatalf("step %d: %d consecutive faults, want %d", i+1, tally.ConsecutiveFaults, s.want)
+		}
+	}
+	if got := tally.Status().ConsecutiveFaults; got != 1 {
+		t.Errorf("status shows %d", got)
 	}
 }

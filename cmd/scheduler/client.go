@@ -149,6 +149,11 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 // (when not nil). An error answer becomes an exitError with the code the
 // status calls for and the API's message.
 func (o *clientOptions) call(ctx context.Context, method, path string, query url.Values, body []byte, out any) error {
+	return o.callAs(ctx, method, path, query, body, "application/json", out)
+}
+
+// callAs is call with a body of the given content type.
+func (o *clientOptions) callAs(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) error {
 	if query == nil {
 		query = url.Values{}
 	}
@@ -159,7 +164,7 @@ func (o *clientOptions) call(ctx context.Context, method, path string, query url
 		return &exitError{code: exitUsage, err: err}
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if o.token != "" {
 		req.Header.Set("Authorization", "Bearer "+o.token)
@@ -312,7 +317,7 @@ func oneName(what string) cobra.PositionalArgs {
 		}
 		if strings.Contains(args[0], "/") {
 			msg := fmt.Sprintf("%q: a %s's name holds no '/'", args[0], what)
-			if what == "job" {
+			if what == "job" || what == "calendar" {
 				msg += "; give the job collection with --collection or " + envCollection
 			}
 			return &exitError{code: exitUsage, err: errors.New(msg)}

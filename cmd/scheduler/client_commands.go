@@ -304,7 +304,8 @@ func printResources[T any](o *clientOptions, cmd *cobra.Command, items []T, one 
 // resource its argument names and says it is done.
 type requestSpec struct {
 	use, short string
-	// kind is "job collection" or "job"; a job needs --collection.
+	// kind is "job collection", "job" or "calendar"; all but a collection
+	// need --collection.
 	kind   string
 	method string
 	path   func(name string) string
@@ -317,7 +318,7 @@ func (o *clientOptions) requestCommand(spec requestSpec, complete cobra.Completi
 	return &cobra.Command{
 		Use: spec.use + " NAME", Short: spec.short, Args: oneName(spec.kind), ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(spec.kind == "job"); err != nil {
+			if err := o.check(spec.kind != "job collection"); err != nil {
 				return err
 			}
 			if err := o.call(cmd.Context(), spec.method, spec.path(args[0]), nil, spec.body, nil); err != nil {

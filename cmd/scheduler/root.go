@@ -31,11 +31,11 @@ func newRootCommand() *cobra.Command {
 		Long: `A job scheduler in the shape of Azure Scheduler, on NATS JetStream and Redis.
 
 "dev" runs everything in one process; "serve" runs one role against real
-NATS and Redis servers. "collections", "jobs", "history" and "upcoming"
-manage a running scheduler through its REST API: --server (default
-http://127.0.0.1:8080), --token, --subscription and --resource-group (both
-"dev" by default, as "scheduler dev" prints them), and --collection for
-jobs, history and upcoming, each
+NATS and Redis servers. "collections", "jobs", "calendars", "history" and
+"upcoming" manage a running scheduler through its REST API: --server
+(default http://127.0.0.1:8080), --token, --subscription and
+--resource-group (both "dev" by default, as "scheduler dev" prints them),
+and --collection for jobs, calendars, history and upcoming, each
 also from its environment variable (SCHEDULER_SERVER, SCHEDULER_TOKEN,
 SCHEDULER_SUBSCRIPTION, SCHEDULER_RESOURCE_GROUP, SCHEDULER_COLLECTION).
 "bench" measures a running scheduler with a load of HTTP jobs, through the
@@ -48,7 +48,7 @@ completes collection and job names from the server.
 		SilenceErrors: true,
 	}
 	root.AddCommand(newPreviewCommand(), newDevCommand(), newServeCommand(), newKeygenCommand(), newTokenCommand(),
-		newCollectionsCommand(), newJobsCommand(), newHistoryCommand(), newHealthcheckCommand(),
+		newCollectionsCommand(), newJobsCommand(), newCalendarsCommand(), newHistoryCommand(), newHealthcheckCommand(),
 		newUpcomingCommand(), newBenchCommand())
 	return root
 }

@@ -36,18 +36,29 @@ type Recorded struct {
 	Decision contracts.Decision
 }
 
-// Skipped is an occurrence of a job's schedule that a planner skipped
-// without publishing it, for a reason such as SkipCatchUp.
+// Skipped is an occurrence of a job's schedule that came due and did not
+// run, and why (one of the Skip reasons).
 type Skipped struct {
 	// JobKey is the job's KV key.
 	JobKey string
-	// Expected is the occurrence's scheduled time, Occurrence its number.
-	Expected   time.Time
+	// Occurrence and Expected name the occurrence.
 	Occurrence int64
-	// Reason tells why it was skipped: a metric label.
+	Expected   time.Time
+	// Reason is why it did not run: a metric label, one of SkipReasons.
 	Reason string
 }
 
-// SkipCatchUp is the reason of an occurrence skipped by the job's catch-up
-// policy after the planners missed it.
-const SkipCatchUp = "catch-up"
+// The reasons an occurrence is skipped. A new reason is added here and to
+// SkipReasons, so that its metric series exists from the start.
+const (
+	// SkipOverlap: an earlier occurrence of the job was in flight and its
+	// overlap policy is Skip, or BufferOne with one waiting already.
+	SkipOverlap = "overlap"
+	// SkipCatchUp: the planners missed the occurrence (they were down or
+	// stalled, or the job was scheduled again) and the job's catch-up
+	// policy does not run it.
+	SkipCatchUp = "catch-up"
+)
+
+// SkipReasons are the values of Skipped.Reason.
+var SkipReasons = []string{SkipOverlap, SkipCatchUp}

@@ -30,8 +30,8 @@ type Planner struct {
 	results    *prometheus.CounterVec
 	followUps  *prometheus.CounterVec
 	faulted    prometheus.Counter
-	ended      *prometheus.CounterVec
 	skipped    *prometheus.CounterVec
+	ended      *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 }
@@ -61,14 +61,14 @@ func (r *Registry) Planner() *Planner {
 				Namespace: namespace, Name: "occurrences_faulted_total",
 				Help: "Occurrences whose every attempt of the main action failed.",
 			}),
+			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: namespace, Name: "occurrences_skipped_total",
+				Help: "Occurrences that came due and did not run, by reason (overlap: an earlier one was in flight; catch-up: missed by the planners and skipped by the job's catch-up policy).",
+			}, []string{"reason"}),
 			ended: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: namespace, Name: "jobs_ended_total",
 				Help: "Jobs that ended after their last occurrence, by final state (Completed or Faulted).",
 			}, []string{"state"}),
-			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-				Namespace: namespace, Name: "occurrences_skipped_total",
-				Help: "Occurrences of jobs' schedules skipped without being published, by reason (catch-up: the job's catch-up policy after the planners missed them).",
-			}, []string{"reason"}),
 			requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: namespace, Name: "api_requests_total",
 				Help: "REST API requests, by route, method and status code.",
@@ -79,7 +79,7 @@ func (r *Registry) Planner() *Planner {
 				Buckets: latencyBuckets,
 			}, []string{"route", "method"}),
 		}
-		r.reg.MustRegister(p.lateness, p.dispatched, p.results, p.followUps, p.faulted, p.ended, p.skipped, p.requests, p.duration)
+		r.reg.MustRegister(p.lateness, p.dispatched, p.results, p.followUps, p.faulted, p.skipped, p.ended, p.requests, p.duration)
 		// Every series of a known label value starts at zero, so that rates
 		// and alerts have a series before the first event.
 		for _, action := range []string{"main", "error"} {
@@ -94,10 +94,12 @@ func (r *Registry) Planner() *Planner {
 		for _, kind := range []string{"retry", "error_action"} {
 			p.followUps.WithLabelValues(kind)
 		}
+		for _, reason := range events.SkipReasons {
+			p.skipped.WithLabelValues(reason)
+		}
 		for _, state := range []contracts.JobState{contracts.JobStateCompleted, contracts.JobStateFaulted} {
 			p.ended.WithLabelValues(string(state))
 		}
-		p.skipped.WithLabelValues(events.SkipCatchUp)
 		r.planner = p
 	})
 	return r.planner
@@ -130,14 +132,14 @@ func (p *Planner) Recorded(rec events.Recorded) {
 	}
 }
 
+// Skipped observes an occurrence that did not run.
+func (p *Planner) Skipped(s events.Skipped) {
+	p.skipped.WithLabelValues(s.Reason).Inc()
+}
+
 // Ended observes a job that ended.
 func (p *Planner) Ended(state contracts.JobState) {
 	p.ended.WithLabelValues(string(state)).Inc()
-}
-
-// Skipped observes an occurrence skipped without being published.
-func (p *Planner) Skipped(s events.Skipped) {
-	p.skipped.WithLabelValues(s.Reason).Inc()
 }
 
 // Request observes one API request: route is its pattern, never its path.

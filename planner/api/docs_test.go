@@ -24,7 +24,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		path := strings.ReplaceAll(m[2], "{collections}", routePrefix)
 		// A request for the documented path, with names filled in, must
 		// route to the same pattern.
-		concrete := strings.NewReplacer("{subscription}", "s", "{resourceGroup}", "rg", "{collection}", "c", "{job}", "j").Replace(path)
+		concrete := strings.NewReplacer("{subscription}", "s", "{resourceGroup}", "rg", "{collection}", "c", "{job}", "j", "{calendar}", "h").Replace(path)
 		if got := RouteOf(httptest.NewRequest(m[1], concrete, nil)); got != path {
 			t.Errorf("docs/api.md lists %s %s, which the API routes to %q", m[1], m[2], got)
 		}
@@ -36,6 +36,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		routePrefix + "/{collection}/jobs", routePrefix + "/{collection}/jobs/{job}",
 		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/backfill", routePrefix + "/{collection}/jobs/{job}/history",
 		routePrefix + "/{collection}/jobs/{job}/preview",
+		routePrefix + "/{collection}/calendars", routePrefix + "/{collection}/calendars/{calendar}",
 		routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming, routeJobUpcoming,
 		routeSubscriptionExecutions, routeExecutions, routeCollectionExecutions,
 	} {

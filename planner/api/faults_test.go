@@ -69,10 +69,16 @@ func TestNATSDownAnswers503WithRetryAfter(t *testing.T) {
 	b := setupWith(t, testkit.NATS(t), Config{RetryWindow: 300 * time.Millisecond, History: &fakeHistory{}})
 	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc", collectionBody)
 	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/jobs/j", weeklyJob)
+	b.mustDo(t, http.StatusCreated, "PUT", base+"/jc/calendars/h", calendarBody)
 	b.ns.Shutdown()
 	b.ns.WaitForShutdown()
 
 	for _, tt := range []struct{ method, path, body string }{
+		{"GET", base + "/jc/calendars", ""},
+		{"GET", base + "/jc/calendars/h", ""},
+		{"PUT", base + "/jc/calendars/h", calendarBody},
+		{"PATCH", base + "/jc/calendars/h", `{"properties": {"description": "x"}}`},
+		{"DELETE", base + "/jc/calendars/h", ""},
 		{"GET", base + "/jc/jobs/j", ""},
 		{"PUT", base + "/jc/jobs/j", weeklyJob},
 		{"PUT", base + "/jc/jobs/new", weeklyJob},

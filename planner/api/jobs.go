@@ -72,6 +72,7 @@ func (s *Server) render(jobs []store.Job, next []time.Time, tallies []contracts.
 				status.NextExecutionTime = &at
 			}
 		}
+		status.StateReason = j.StateReason
 		props.Status = &status
 		out[i] = contracts.JobDefinition{
 			ID: jobID(j.Ref), Type: contracts.JobResourceType, Name: j.Ref.Collection + "/" + j.Ref.Job, Properties: props,
@@ -233,6 +234,9 @@ func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
 	if e != nil {
 		return jobDraft{}, e
 	}
+	if e := s.checkExcludedCalendars(ctx, ref.CollectionRef(), &props); e != nil {
+		return jobDraft{}, e
+	}
 	if props.State == "" {
 		props.State = contracts.JobStateEnabled
 	}
@@ -243,6 +247,7 @@ func (s *Server) draftJob(ctx context.Context, ref contracts.JobRef,
 		if reanchors(&existing.Properties, &props) {
 			job.Anchored = now
 		}
+		keepReason(existing, &job)
 	}
 	d := jobDraft{job: job, existing: existing, collection: coll.Revision}
 	d.maxJobs, d.maxRecurrence = effectiveQuota(coll.Properties)
@@ -284,6 +289,11 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 			saved, err = s.store.CreateJobIn(ctx, job, store.Admission{CollectionRevision: d.collection, MaxJobs: d.maxJobs})
 			status = http.StatusCreated
 		default:
+			if enabling(existing, job.Properties.State) {
+				if e := s.resetFaults(ctx, ref); e != nil {
+					return e
+				}
+			}
 			saved, err = s.store.UpdateJob(ctx, job, existing.Revision)
 		}
 		if (errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict)) && attempt < saveAttempts {
@@ -331,6 +341,12 @@ func (s *Server) setJobState(ctx context.Context, j store.Job, state contracts.J
 		updated := j
 		updated.Properties = j.Properties.Clone()
 		updated.Properties.State = state
+		if enabling(&j, state) {
+			updated.StateReason = ""
+			if e := s.resetFaults(ctx, ref); e != nil {
+				return e
+			}
+		}
 		now := s.cfg.Now().Truncate(time.Second).UTC()
 		updated.Updated = now
 		if reanchors(&j.Properties, &updated.Properties) {

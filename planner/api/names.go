@@ -24,7 +24,11 @@ func checkPathNames(pattern string, seg []string) *apiError {
 		errs = append(errs, contracts.ValidateName("job collection", seg[7]))
 	}
 	if len(seg) > 9 {
-		errs = append(errs, contracts.ValidateName("job", seg[9]))
+		kind := "job"
+		if pattern == routeCalendar {
+			kind = "calendar"
+		}
+		errs = append(errs, contracts.ValidateName(kind, seg[9]))
 	}
 	var msgs []string
 	for _, err := range errs {

@@ -109,6 +109,10 @@ type storeAPI interface {
 	DeleteJob(ctx context.Context, ref contracts.JobRef) error
 	PutCollection(ctx context.Context, c store.Collection, expected uint64) (store.Collection, error)
 	DeleteCollection(ctx context.Context, ref contracts.CollectionRef) error
+	GetCalendar(ctx context.Context, ref contracts.CollectionRef, name string) (store.Calendar, error)
+	PutCalendar(ctx context.Context, c store.Calendar, expected uint64) (store.Calendar, error)
+	DeleteCalendar(ctx context.Context, ref contracts.CollectionRef, name string) error
+	Calendars(ctx context.Context, ref contracts.CollectionRef) ([]store.Calendar, error)
 }
 
 // jobStore is the store as the API calls it: every call is retried after a
@@ -241,6 +245,37 @@ func (s jobStore) DeleteCollection(ctx context.Context, ref contracts.Collection
 	_, faulted, err := retry(ctx, bulkAttempt, transient.Is, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.st.DeleteCollection(ctx, ref)
 	})
+	if faulted && errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (s jobStore) GetCalendar(ctx context.Context, ref contracts.CollectionRef, name string) (store.Calendar, error) {
+	c, _, err := point(ctx, func(ctx context.Context) (store.Calendar, error) { return s.st.GetCalendar(ctx, ref, name) })
+	return c, err
+}
+
+func (s jobStore) Calendars(ctx context.Context, ref contracts.CollectionRef) ([]store.Calendar, error) {
+	return bulk(ctx, func(ctx context.Context) ([]store.Calendar, error) { return s.st.Calendars(ctx, ref) })
+}
+
+// PutCalendar creates (expected 0) or replaces the calendar, and
+// recognizes the write of a lost attempt as PutCollection does.
+func (s jobStore) PutCalendar(ctx context.Context, c store.Calendar, expected uint64) (store.Calendar, error) {
+	saved, faulted, err := point(ctx, func(ctx context.Context) (store.Calendar, error) { return s.st.PutCalendar(ctx, c, expected) })
+	if faulted && (errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict)) {
+		found, gerr := s.GetCalendar(ctx, c.Collection, c.Name)
+		if gerr == nil && found.Revision > expected && found.Name == c.Name && found.Created.Equal(c.Created) && sameJSON(found.Properties, c.Properties) {
+			return found, nil
+		}
+	}
+	return saved, err
+}
+
+// DeleteCalendar deletes the calendar, as DeleteJob does.
+func (s jobStore) DeleteCalendar(ctx context.Context, ref contracts.CollectionRef, name string) error {
+	_, faulted, err := point(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.st.DeleteCalendar(ctx, ref, name) })
 	if faulted && errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

@@ -22,6 +22,8 @@ const (
 	routeJobBackfill             = routePrefix + "/{collection}/jobs/{job}/backfill"
 	routeJobHistory              = routePrefix + "/{collection}/jobs/{job}/history"
 	routeJobPreview              = routePrefix + "/{collection}/jobs/{job}/preview"
+	routeCalendars               = routePrefix + "/{collection}/calendars"
+	routeCalendar                = routePrefix + "/{collection}/calendars/{calendar}"
 	routeSubscriptionUpcoming    = "/subscriptions/{subscription}/providers/Microsoft.Scheduler/upcoming"
 	routeUpcoming                = "/subscriptions/{subscription}/resourceGroups/{resourceGroup}/providers/Microsoft.Scheduler/upcoming"
 	routeCollectionUpcoming      = routePrefix + "/{collection}/upcoming"
@@ -91,6 +93,10 @@ func match(seg []string) string {
 		return routeJobs
 	case len(seg) == 10 && lit(8, "jobs"):
 		return routeJob
+	case len(seg) == 9 && lit(8, "calendars"):
+		return routeCalendars
+	case len(seg) == 10 && lit(8, "calendars"):
+		return routeCalendar
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
 		return routeJobRun
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "backfill"):

@@ -269,6 +269,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 		return s.only(r, http.MethodPost, func() *apiError { return s.setCollectionEnabled(w, r, coll, pattern == routeCollectionEnable) })
 	case routeJobs:
 		return s.only(r, http.MethodGet, func() *apiError { return s.listJobs(w, r, coll) })
+	case routeCalendars:
+		return s.only(r, http.MethodGet, func() *apiError { return s.listCalendars(w, r, coll) })
+	case routeCalendar:
+		return resource(w, r, calendarRef{coll, seg[9]}, s.getCalendar, s.putCalendar, s.patchCalendar, s.deleteCalendar)
 	}
 	job := coll.Job(seg[9])
 	switch pattern {
@@ -295,7 +299,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 // handler serves one method on the resource named by ref.
 type handler[R any] func(http.ResponseWriter, *http.Request, R) *apiError
 
-// resource dispatches the methods of a collection or job resource.
+// resource dispatches the methods of a collection, job or calendar
+// resource.
 func resource[R any](w http.ResponseWriter, r *http.Request, ref R, get, put, patch, del handler[R]) *apiError {
 	switch r.Method {
 	case http.MethodGet:

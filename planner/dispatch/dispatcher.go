@@ -233,7 +233,9 @@ func (d *Dispatcher) round(ctx context.Context) (int, error) {
 // prepare builds the message of each claim. A claim whose job is gone, does
 // not fire now, or whose message cannot be built is committed at once: the
 // attempt is skipped and the schedule goes on; one whose job cannot be read
-// is released, to be tried again.
+// is released, to be tried again. An occurrence of a job whose overlap
+// policy is Skip or BufferOne, due while an earlier one is in flight, is
+// committed without being published too (see admit).
 func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time.Time, errs *[]error) []pending {
 	ready := make([]pending, 0, len(claims))
 	for _, c := range claims {
@@ -272,6 +274,20 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 			d.cfg.Logger.Error("building an execution", slog.String("job", c.JobKey), slog.String("error", err.Error()))
 			*errs = append(*errs, d.skip(ctx, c, next))
 			continue
+		}
+		if policy := overlapPolicy(c, &job.job); policy != "" {
+			// Skip and BufferOne: an occurrence due while another is in
+			// flight does not run now. Asked once its message is built,
+			// so that only an occurrence that runs is marked in flight.
+			run, err := d.admit(ctx, c, &job.job, policy, now)
+			if err != nil {
+				*errs = append(*errs, err, d.ix.Release(ctx, c))
+				continue
+			}
+			if !run {
+				*errs = append(*errs, d.ix.Commit(ctx, c, next))
+				continue
+			}
 		}
 		ready = append(ready, pending{claim: c, msg: msg, next: next})
 	}

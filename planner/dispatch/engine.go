@@ -153,13 +153,6 @@ type Observer interface {
 	Dispatched(d events.Dispatched)
 }
 
-// SkipObserver is an Observer that also learns of the occurrences skipped
-// without being published (events.Skipped). Called from the dispatch loop
-// and the Follower, so it must be quick.
-type SkipObserver interface {
-	Skipped(s events.Skipped)
-}
-
 // Observers tells each of its observers.
 type Observers []Observer
 
@@ -167,15 +160,6 @@ type Observers []Observer
 func (o Observers) Dispatched(d events.Dispatched) {
 	for _, obs := range o {
 		obs.Dispatched(d)
-	}
-}
-
-// Skipped tells each observer that is a SkipObserver.
-func (o Observers) Skipped(s events.Skipped) {
-	for _, obs := range o {
-		if so, ok := obs.(SkipObserver); ok {
-			so.Skipped(s)
-		}
 	}
 }
 

@@ -62,9 +62,12 @@ func (in *Inspector) Pending(ctx context.Context, refs []contracts.JobRef) ([][]
 
 // followUpKind tells what a follow-up entry runs: the error action, the
 // next run of a backfill, a run asked for outside the schedule (occurrence
-// 0, first attempt), or a retry.
+// 0, first attempt), an occurrence of the schedule waiting behind one in
+// flight (BufferSlot), or a retry.
 func followUpKind(e timer.Entry) api.RunKind {
 	switch {
+	case e.Slot == BufferSlot:
+		return api.RunScheduled
 	case e.Action == contracts.ErrorAction:
 		return api.RunErrorAction
 	case e.Slot == backfillSlot:

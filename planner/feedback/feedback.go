@@ -1,8 +1,10 @@
 // Package feedback is the planner's consumer of result events: it counts
 // each attempt in the job's status and in the executions per minute,
 // schedules the retry or the error action that follows a failed attempt
-// through the Redis timer, and ends a job whose last occurrence ended:
-// Completed when it succeeded, Faulted when it faulted.
+// through the Redis timer, ends a job whose last occurrence ended
+// (Completed when it succeeded, Faulted when it faulted), clears the
+// running mark of an occurrence that is over (overlap policies) and
+// disables a job after pauseAfterFaults consecutive Faulted occurrences.
 package feedback
 
 import (
@@ -82,6 +84,7 @@ func (c Config) withDefaults() Config {
 // Consumer processes result events from the planners' durable consumer.
 // Any number of planners share it.
 type Consumer struct {
+	js        jetstream.JetStream
 	jobs      Jobs
 	followUps FollowUps
 	wake      func()
@@ -109,7 +112,7 @@ func Start(ctx context.Context, js jetstream.JetStream, jobs Jobs, followUps Fol
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s consumer: %w", contracts.PlannerConsumer, err)
 	}
-	c := &Consumer{jobs: jobs, followUps: followUps, wake: wake, store: st, ix: ix, cfg: cfg, incoming: make(chan jetstream.Msg, cfg.Batch), done: make(chan struct{})}
+	c := &Consumer{js: js, jobs: jobs, followUps: followUps, wake: wake, store: st, ix: ix, cfg: cfg, incoming: make(chan jetstream.Msg, cfg.Batch), done: make(chan struct{})}
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	c.consume, err = cons.Consume(func(m jetstream.Msg) { c.incoming <- m }, jetstream.PullMaxMessages(2*cfg.Batch),
@@ -244,13 +247,18 @@ func (c *Consumer) process(ctx context.Context, batch []jetstream.Msg) {
 		}
 		c.countExecutions(ctx, work, recorded)
 	}
-	if wake && c.wake != nil {
+	overErrs, woke := c.over(ctx, work)
+	if (wake || woke) && c.wake != nil {
 		c.wake()
 	}
 	errs := c.end(ctx, work, now)
+	pauseErrs := c.pause(ctx, work)
+	for i := range errs {
+		errs[i] = errors.Join(errs[i], overErrs[i], pauseErrs[i])
+	}
 	for i, p := range work {
 		if errs[i] != nil {
-			c.cfg.Logger.Warn("ending a job", slog.String("job", p.result.Job.Key()), slog.String("error", errs[i].Error()))
+			c.cfg.Logger.Warn("ending an occurrence or a job", slog.String("job", p.result.Job.Key()), slog.String("error", errs[i].Error()))
 			_ = p.msg.NakWithDelay(time.Second)
 			continue
 		}

@@ -168,8 +168,8 @@ const deleteCollectionAttempts = 10
 // flight.
 const deleteParallelism = 16
 
-// DeleteCollection deletes the collection's jobs, then the collection
-// (ErrNotFound when it does not exist).
+// DeleteCollection deletes the collection's jobs and calendars, then the
+// collection (ErrNotFound when it does not exist).
 //
 // It first marks the collection record as being deleted, which hides the
 // collection and stops CreateJob: a job written after the mark finds its
@@ -205,6 +205,9 @@ func (s *Store) DeleteCollection(ctx context.Context, ref contracts.CollectionRe
 			}
 		}
 		if err := s.deleteJobs(ctx, ref); err != nil {
+			return fmt.Errorf("deleting collection %s: %w", key, err)
+		}
+		if err := s.deleteCalendars(ctx, ref); err != nil {
 			return fmt.Errorf("deleting collection %s: %w", key, err)
 		}
 		err = s.kv.Delete(ctx, key, jetstream.LastRevision(marked))

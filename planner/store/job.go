@@ -33,6 +33,10 @@ type Job struct {
 	Anchored time.Time
 	// Ended is when the job became Completed or Faulted, nil before.
 	Ended *time.Time
+	// StateReason says why the scheduler changed the job's state (see
+	// PauseJob); empty when a user set it. A write that does not carry it
+	// (any PUT or PATCH) clears it.
+	StateReason string
 	// Updated is stamped on every write.
 	Updated time.Time
 	// Revision is the KV revision, set when read or written.
@@ -48,6 +52,8 @@ type jobRecord struct {
 	Anchored   time.Time               `json:"anchored"`
 	Ended      *time.Time              `json:"ended,omitempty"`
 	Updated    time.Time               `json:"updated"`
+	// StateReason is Job.StateReason.
+	StateReason string `json:"stateReason,omitempty"`
 	// CreateRevision is the KV revision of the job's first write; it is 0 in
 	// that write itself, whose revision is not known before it is made.
 	// Planners of earlier releases rank jobs by it to enforce the quota.
@@ -60,7 +66,7 @@ func (s *Store) encodeJob(j Job, key string, createRevision uint64) ([]byte, err
 	p.Action = s.sealer.SealAction(j.Properties.Action, key)
 	b, err := json.Marshal(jobRecord{
 		Ref: j.Ref, Properties: p, Created: j.Created, Anchored: j.Anchored,
-		Ended: j.Ended, Updated: j.Updated, CreateRevision: createRevision,
+		Ended: j.Ended, Updated: j.Updated, CreateRevision: createRevision, StateReason: j.StateReason,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding job %s: %w", key, err)
@@ -94,7 +100,7 @@ func (s *Store) decodeJobAs(e jetstream.KeyValueEntry, open bool) (Job, error) {
 	}
 	return Job{
 		Ref: r.Ref, Properties: r.Properties, Created: r.Created, Anchored: r.Anchored,
-		Ended: r.Ended, Updated: r.Updated, Revision: e.Revision(),
+		Ended: r.Ended, Updated: r.Updated, Revision: e.Revision(), StateReason: r.StateReason,
 	}, nil
 }
 

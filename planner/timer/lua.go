@@ -76,18 +76,20 @@ local function drop(id)
   return redis.call('HDEL', KEYS[3], id)
 end
 
--- status_fields splits a packed status into its nine fields:
+-- status_fields splits a packed status into its ten fields:
 -- occurrence, occurrence time, executions, failures, faulted, last
--- execution, recent attempts, last status, last status time. A status of
--- the first seven only (stored before the last status was kept) gets no
--- last status; an absent or unreadable one is all zero.
+-- execution, recent attempts, last status, last status time, consecutive
+-- faults. A status of the first seven only (stored before the last status
+-- was kept) gets no last status, one of nine no consecutive faults; an
+-- absent or unreadable one is all zero.
 local function status_fields(v)
   local f = {}
   if v then
     for field in string.gmatch(v .. '|', '([^|]*)|') do f[#f + 1] = field end
   end
   if #f == 7 then f[8], f[9] = '', '0' end
-  if #f ~= 9 then return {'0', '0', '0', '0', '0', '0', '', '', '0'} end
+  if #f == 9 then f[10] = '0' end
+  if #f ~= 10 then return {'0', '0', '0', '0', '0', '0', '', '', '0', '0'} end
   return f
 end
 

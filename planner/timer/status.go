@@ -15,23 +15,28 @@ import (
 )
 
 // A job's status is its contracts.Tally, kept in its partition's status hash
-// as one string of nine '|'-separated fields:
+// as one string of ten '|'-separated fields:
 //
-//	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent|last-status|last-status-time
+//	occurrence|occurrence-time|executions|failures|faulted|last-execution|recent|last-status|last-status-time|consecutive-faults
 //
 // where the times are unix ms (0 for none), recent holds the tags of the
 // job's latest recorded attempts (contracts.Tally.Recent): a result recorded
 // again (its execution or result was delivered again) is recognised by its
 // tag and changes nothing; and last-status is one of contracts.LastStatuses
-// or empty. A status of the first seven fields only, stored before the last
-// status was kept, is read as one without a last status.
+// or empty; consecutive-faults counts the Faulted occurrences since the
+// last one that succeeded (contracts.Tally.ConsecutiveFaults). A status of
+// the first seven fields only, stored before the last status was kept, is
+// read as one without a last status, and one of nine as one without
+// consecutive faults.
 const (
 	tagLen       = contracts.TagLen
 	recentTags   = contracts.RecentAttempts
-	statusFields = 9
+	statusFields = 10
 	// oldStatusFields is the length of a status stored without its last
-	// status.
-	oldStatusFields = 7
+	// status, and faultsStatusFields of one stored without its
+	// consecutive faults.
+	oldStatusFields    = 7
+	faultsStatusFields = 9
 )
 
 // attemptTag returns the tag of an attempt id in a job's recent list.
@@ -111,6 +116,11 @@ end
 add(3, ARGV[3])
 add(4, ARGV[4])
 add(5, ARGV[5])
+if tonumber(ARGV[5]) > 0 then
+  add(10, 1)
+elseif ARGV[12] == '` + contracts.LastSucceeded + `' then
+  f[10] = '0'
+end
 if ARGV[12] ~= '' and tonumber(ARGV[6]) >= tonumber(f[6]) then f[8], f[9] = ARGV[12], ARGV[13] end
 if tonumber(ARGV[6]) > tonumber(f[6]) then f[6] = ARGV[6] end
 if tonumber(ARGV[7]) > 0 and tonumber(ARGV[8]) > tonumber(f[2]) then f[1], f[2] = ARGV[7], ARGV[8] end
@@ -267,8 +277,8 @@ func packStatus(t contracts.Tally) string {
 	if !slices.Contains(contracts.LastStatuses, status) {
 		status, statusTime = "", time.Time{}
 	}
-	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|%s|%s|%d", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted,
-		ms(t.LastExecution), recent, status, ms(statusTime))
+	return fmt.Sprintf("%d|%d|%d|%d|%d|%d|%s|%s|%d|%d", t.Occurrence, ms(t.OccurrenceTime), t.Executions, t.Failures, t.Faulted,
+		ms(t.LastExecution), recent, status, ms(statusTime), max(t.ConsecutiveFaults, 0))
 }
 
 // unpackStatus reads a stored status.
@@ -277,7 +287,9 @@ func unpackStatus(v string) (contracts.Tally, bool) {
 	switch len(f) {
 	case statusFields:
 	case oldStatusFields:
-		f = append(f, "", "0")
+		f = append(f, "", "0", "0")
+	case faultsStatusFields:
+		f = append(f, "0")
 	default:
 		return contracts.Tally{}, false
 	}
@@ -292,6 +304,8 @@ func unpackStatus(v string) (contracts.Tally, bool) {
 		Recent:         f[6],
 		LastStatus:     f[7],
 		LastStatusTime: msTime(p.int(f[8], "last status time")),
+
+		ConsecutiveFaults: p.int(f[9], "consecutive faults"),
 	}
 	return t, p.err == nil
 }

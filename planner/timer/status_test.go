@@ -44,7 +44,7 @@ func TestRecord(t *testing.T) {
 			t.Fatalf("recorded %v, %v", recorded, err)
 		}
 		got, ok := mustStatus(t, ix, keyOf("a"))
-		want := contracts.Tally{Executions: 2, Failures: 2, Faulted: 1, LastExecution: t0.Add(time.Minute), Recent: "0000000100000002"}
+		want := contracts.Tally{Executions: 2, Failures: 2, Faulted: 1, ConsecutiveFaults: 1, LastExecution: t0.Add(time.Minute), Recent: "0000000100000002"}
 		if !ok || got != want {
 			t.Fatalf("status %+v (found %v), want %+v", got, ok, want)
 		}
