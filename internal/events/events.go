@@ -54,7 +54,11 @@ const (
 	// SkipOverlap: an earlier occurrence of the job was in flight and its
 	// overlap policy is Skip, or BufferOne with one waiting already.
 	SkipOverlap = "overlap"
+	// SkipCatchUp: the planners missed the occurrence (they were down or
+	// stalled, or the job was scheduled again) and the job's catch-up
+	// policy does not run it.
+	SkipCatchUp = "catch-up"
 )
 
 // SkipReasons are the values of Skipped.Reason.
-var SkipReasons = []string{SkipOverlap}
+var SkipReasons = []string{SkipOverlap, SkipCatchUp}

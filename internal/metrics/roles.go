@@ -63,7 +63,7 @@ func (r *Registry) Planner() *Planner {
 			}),
 			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: namespace, Name: "occurrences_skipped_total",
-				Help: "Occurrences that came due and did not run, by reason (overlap: an earlier one was in flight).",
+				Help: "Occurrences that came due and did not run, by reason (overlap: an earlier one was in flight; catch-up: missed by the planners and skipped by the job's catch-up policy).",
 			}, []string{"reason"}),
 			ended: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Namespace: namespace, Name: "jobs_ended_total",

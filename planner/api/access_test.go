@@ -163,6 +163,7 @@ func TestAReaderCannotChangeAnything(t *testing.T) {
 		{"PUT", coll + "/jobs/j2", dailyJob},
 		{"DELETE", coll + "/jobs/j", ""},
 		{"POST", coll + "/jobs/j/run", ""},
+		{"POST", coll + "/jobs/j/backfill", `{"start": "2016-03-01T00:00:00Z", "end": "2016-03-02T00:00:00Z"}`},
 	} {
 		r := b.mustAs(t, readerA, http.StatusForbidden, req[0], req[1], req[2])
 		if code := r.errorCode(t); code != codeAuthorizationFailed {

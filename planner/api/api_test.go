@@ -40,6 +40,10 @@ type fakeScheduling struct {
 	// followUps are the retries, error actions and runs the timer holds
 	// beside a job's scheduled occurrence, by job name.
 	followUps map[string][]TimerEntry
+	// backfills are the backfills scheduled; backfillErr, when set, is
+	// what Backfill returns instead.
+	backfills   []backfillCall
+	backfillErr error
 	// runtimesCalls holds the jobs asked of each call of Runtimes.
 	runtimesCalls [][]string
 	// executions are the attempts counted per minute, by collection
@@ -144,6 +148,22 @@ func (f *fakeScheduling) set(job string, p *plannedEntry, tally contracts.Tally)
 		f.planned[job] = *p
 	}
 	f.tallies[job] = tally
+}
+
+// backfillCall is a call of Backfill.
+type backfillCall struct {
+	job        contracts.JobRef
+	start, end time.Time
+}
+
+func (f *fakeScheduling) Backfill(_ context.Context, j store.Job, start, end time.Time) (BackfillPlan, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.backfillErr != nil {
+		return BackfillPlan{}, f.backfillErr
+	}
+	f.backfills = append(f.backfills, backfillCall{j.Ref, start, end})
+	return BackfillPlan{Count: 3, First: start, Last: end, Pace: time.Second}, nil
 }
 
 func (f *fakeScheduling) RunNow(_ context.Context, j store.Job) error {

@@ -34,7 +34,7 @@ func TestTheAPIReferenceListsEveryRoute(t *testing.T) {
 		routeAllCollections, "/subscriptions/{subscription}/providers/Microsoft.Scheduler/jobCollections",
 		routePrefix, routePrefix + "/{collection}", routePrefix + "/{collection}/enable", routePrefix + "/{collection}/disable",
 		routePrefix + "/{collection}/jobs", routePrefix + "/{collection}/jobs/{job}",
-		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/history",
+		routePrefix + "/{collection}/jobs/{job}/run", routePrefix + "/{collection}/jobs/{job}/backfill", routePrefix + "/{collection}/jobs/{job}/history",
 		routePrefix + "/{collection}/jobs/{job}/preview",
 		routePrefix + "/{collection}/calendars", routePrefix + "/{collection}/calendars/{calendar}",
 		routeSubscriptionUpcoming, routeUpcoming, routeCollectionUpcoming, routeJobUpcoming,

@@ -181,6 +181,10 @@ func (s redisScheduling) ExecutionCounts(ctx context.Context, cols []contracts.C
 	return nil, nil
 }
 
+func (s redisScheduling) Backfill(ctx context.Context, j store.Job, start, end time.Time) (BackfillPlan, error) {
+	return BackfillPlan{}, s.rdb.RPush(ctx, "backfills", j.Ref.KVKey()).Err()
+}
+
 func (s redisScheduling) RunNow(ctx context.Context, j store.Job) error {
 	return s.rdb.RPush(ctx, "runs", j.Ref.KVKey()).Err()
 }

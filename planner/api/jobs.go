@@ -325,11 +325,14 @@ func (s *Server) saveJob(w http.ResponseWriter, r *http.Request, ref contracts.J
 }
 
 // reanchors reports whether a change restarts a job's schedule from now: a
-// new start time or recurrence, or enabling a disabled job (missed instants
-// are skipped, not caught up). Saving an unchanged job does not, so a
+// new start time or recurrence, or enabling a disabled job whose catchUp is
+// Earliest (the default: missed instants are skipped, not caught up; under
+// another policy the job keeps its anchor and the planner catches up what
+// it missed as the policy says). Saving an unchanged job does not, so a
 // repeated PUT never adds a run.
 func reanchors(old, updated *contracts.JobProperties) bool {
-	if old.State == contracts.JobStateDisabled && updated.State == contracts.JobStateEnabled {
+	if old.State == contracts.JobStateDisabled && updated.State == contracts.JobStateEnabled &&
+		(updated.CatchUp == "" || updated.CatchUp == contracts.CatchUpEarliest) {
 		return true
 	}
 	return !old.SameSchedule(updated)

@@ -19,6 +19,7 @@ const (
 	routeJobs                    = routePrefix + "/{collection}/jobs"
 	routeJob                     = routePrefix + "/{collection}/jobs/{job}"
 	routeJobRun                  = routePrefix + "/{collection}/jobs/{job}/run"
+	routeJobBackfill             = routePrefix + "/{collection}/jobs/{job}/backfill"
 	routeJobHistory              = routePrefix + "/{collection}/jobs/{job}/history"
 	routeJobPreview              = routePrefix + "/{collection}/jobs/{job}/preview"
 	routeCalendars               = routePrefix + "/{collection}/calendars"
@@ -98,6 +99,8 @@ func match(seg []string) string {
 		return routeCalendar
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "run"):
 		return routeJobRun
+	case len(seg) == 11 && lit(8, "jobs") && lit(10, "backfill"):
+		return routeJobBackfill
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "history"):
 		return routeJobHistory
 	case len(seg) == 11 && lit(8, "jobs") && lit(10, "preview"):

@@ -31,6 +31,11 @@ type Scheduling interface {
 	// RunNow schedules one execution of the job's action now, outside its
 	// schedule.
 	RunNow(ctx context.Context, job store.Job) error
+	// Backfill schedules a run of the job for each instant of its
+	// schedule in [start, end], in order, at a bounded rate, outside its
+	// schedule. See BackfillPlan and the errors it may return:
+	// ErrBackfillPending, ErrBackfillNotRecurring, *BackfillTooLargeError.
+	Backfill(ctx context.Context, job store.Job, start, end time.Time) (BackfillPlan, error)
 	// Pending returns, for each job, the runs the timer holds for it (its
 	// scheduled occurrence, and the retries, error actions and runs
 	// pending beside it) and its tally, in a few round trips whatever the
@@ -275,6 +280,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) *apiError {
 		return resource(w, r, job, s.getJob, s.putJob, s.patchJob, s.deleteJob)
 	case routeJobRun:
 		return s.only(r, http.MethodPost, func() *apiError { return s.runJob(w, r, job) })
+	case routeJobBackfill:
+		return s.only(r, http.MethodPost, func() *apiError { return s.backfillJob(w, r, job) })
 	case routeJobPreview:
 		switch r.Method {
 		case http.MethodGet:

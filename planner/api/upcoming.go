@@ -30,10 +30,12 @@ const (
 	RunErrorAction RunKind = "ErrorAction"
 	// RunNow is a run asked for outside the schedule (POST …/run).
 	RunNow RunKind = "RunNow"
+	// RunBackfill is the next run of a backfill (POST …/backfill).
+	RunBackfill RunKind = "Backfill"
 )
 
 // runKindOrder orders the kinds of runs due at the same instant.
-var runKindOrder = map[RunKind]int{RunScheduled: 0, RunRetry: 1, RunErrorAction: 2, RunNow: 3}
+var runKindOrder = map[RunKind]int{RunScheduled: 0, RunRetry: 1, RunErrorAction: 2, RunNow: 3, RunBackfill: 4}
 
 // TimerEntry is a run the timer holds for a job.
 type TimerEntry struct {

@@ -15,7 +15,6 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/events"
 	"github.com/jobscheduler/scheduler/internal/startstop"
-	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
@@ -245,11 +244,13 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 			*errs = append(*errs, err, d.ix.Release(ctx, c))
 			continue
 		}
-		var sched *planner.Schedule
-		if job != nil {
-			sched = job.sched
+		next, missed := planClaim(c, job, now, d.cfg)
+		if c.Slot == backfillSlot {
+			if next, err = d.followUps.advanceBackfill(ctx, c, job, now); err != nil {
+				*errs = append(*errs, err, d.ix.Release(ctx, c))
+				continue
+			}
 		}
-		next := nextEntry(c, sched, now)
 		if job != nil && c.Occurrence == 1 && c.Attempt == 0 && c.Slot == scheduleSlot && now.Sub(job.job.Updated) < confirmWindow {
 			if job, err = d.jobs.confirm(ctx, c.JobKey); err != nil {
 				*errs = append(*errs, err, d.ix.Release(ctx, c))
@@ -259,6 +260,12 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 		if job == nil || !d.jobs.fires(ctx, job.job) {
 			// Deleted, disabled or in a collection that does not fire: the
 			// attempt is skipped, the schedule goes on.
+			*errs = append(*errs, d.skip(ctx, c, next))
+			continue
+		}
+		if missed {
+			// Skipped by the job's catch-up policy (see planClaim).
+			reportSkipped(d.cfg, c.Entry, catchUpPolicy(&job.job.Properties))
 			*errs = append(*errs, d.skip(ctx, c, next))
 			continue
 		}

@@ -61,6 +61,10 @@ type Config struct {
 	// published, so that a job the store takes back (refused by the quota
 	// check a moment after it became visible) never fires. Defaults to 250ms.
 	Settle time.Duration
+	// CatchUpPace is the least time between two runs of one job that
+	// catch up missed occurrences (catchUp All) or backfill a range: the
+	// bounded rate at which they run. Defaults to 1s.
+	CatchUpPace time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
 	// and their messages built, so that thousands due at the same second are
 	// ready when it comes. Each is still published at its due time, never
@@ -98,6 +102,7 @@ func (c Config) withDefaults() Config {
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
 	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
+	c.CatchUpPace = cmp.Or(c.CatchUpPace, time.Second)
 	c.StallAfter = cmp.Or(c.StallAfter, max(10*time.Second, 2*(c.PublishTimeout+c.MaxIdle)+c.Lookahead))
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.EndedRetention = cmp.Or(c.EndedRetention, 60*24*time.Hour)

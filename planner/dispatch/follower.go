@@ -322,7 +322,10 @@ func (f *Follower) plan(p pendingJob, existing timer.Entry, found bool, tally co
 		existing.Revision = j.Revision
 		return &existing, false
 	}
-	first, ok := firstEntry(j, p.sched, now, f.cfg.MissedGrace, tally)
+	first, skipped, ok := firstEntry(j, p.sched, now, f.cfg.MissedGrace, tally)
+	if skipped != nil {
+		reportSkipped(f.cfg, *skipped, catchUpPolicy(&j.Properties))
+	}
 	if !ok {
 		return nil, false
 	}
@@ -345,22 +348,34 @@ func sameSchedule(a, b *store.Job) bool {
 // its occurrences: the job was rescheduled after Redis lost its timer, or
 // changed after its last occurrence was dispatched) goes on after the
 // occurrence reached, counting on; any other starts at its first instant.
-// Either is moved to the next instant from now when it is more than grace
-// in the past (missed instants are skipped, not caught up).
-func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.Duration, tally contracts.Tally) (timer.Entry, bool) {
+// Either, when it is more than grace in the past, is moved as the job's
+// catch-up policy says (see catchUpFrom): under Earliest, to the next
+// instant from now (missed instants are skipped, not caught up). skipped
+// is the occurrence a policy other than Earliest skipped, nil when none.
+func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.Duration, tally contracts.Tally) (entry timer.Entry, skipped *timer.Entry, ok bool) {
 	at, occurrence, ok := sched.Resume(tally.Occurrence, tally.OccurrenceTime)
-	if ok && at.Before(now.Add(-grace)) {
-		at, ok = sched.Next(now.Add(-time.Second))
-	}
-	if !ok {
-		return timer.Entry{}, false
-	}
 	remaining := int64(-1)
 	if c := sched.Count(); c > 0 {
 		remaining = int64(c) - occurrence
 	}
-	return timer.Entry{
+	entry = timer.Entry{
 		JobKey: j.Ref.KVKey(), Slot: scheduleSlot, Due: at, Expected: at,
 		Occurrence: occurrence, Action: contracts.MainAction, Remaining: remaining, Revision: j.Revision,
-	}, true
+	}
+	if ok && late(at, now, grace) {
+		switch policy := catchUpPolicy(&j.Properties); policy {
+		case contracts.CatchUpEarliest:
+			at, ok = sched.Next(now.Add(-time.Second))
+		default:
+			if at, ok = catchUpFrom(policy, sched, entry.Expected, now, catchUpWindow(&j.Properties)); !ok || !at.Equal(entry.Expected) {
+				missed := entry
+				skipped = &missed
+			}
+		}
+	}
+	if !ok {
+		return timer.Entry{}, skipped, false
+	}
+	entry.Due, entry.Expected = at, at
+	return entry, skipped, true
 }

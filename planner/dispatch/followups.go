@@ -127,7 +127,7 @@ func (f *FollowUps) update(ctx context.Context, key, slot string, expected time.
 func same(a, b store.FollowUp) bool {
 	return a.Job == b.Job && a.Slot == b.Slot && a.Due.Equal(b.Due) && a.Expected.Equal(b.Expected) &&
 		a.Occurrence == b.Occurrence && a.Attempt == b.Attempt && a.Action == b.Action &&
-		a.Remaining == b.Remaining && a.Revision == b.Revision
+		a.Remaining == b.Remaining && a.Revision == b.Revision && a.End.Equal(b.End)
 }
 
 // ordinal orders the attempts of one occurrence: the main action's, then

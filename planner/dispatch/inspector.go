@@ -60,16 +60,18 @@ func (in *Inspector) Pending(ctx context.Context, refs []contracts.JobRef) ([][]
 	return out, v.tallies, nil
 }
 
-// followUpKind tells what a follow-up entry runs: the error action, a run
-// asked for outside the schedule (occurrence 0, first attempt), an
-// occurrence of the schedule waiting behind one in flight (BufferSlot), or
-// a retry.
+// followUpKind tells what a follow-up entry runs: the error action, the
+// next run of a backfill, a run asked for outside the schedule (occurrence
+// 0, first attempt), an occurrence of the schedule waiting behind one in
+// flight (BufferSlot), or a retry.
 func followUpKind(e timer.Entry) api.RunKind {
 	switch {
 	case e.Slot == BufferSlot:
 		return api.RunScheduled
 	case e.Action == contracts.ErrorAction:
 		return api.RunErrorAction
+	case e.Slot == backfillSlot:
+		return api.RunBackfill
 	case e.Occurrence == 0 && e.Attempt == 0:
 		return api.RunNow
 	}

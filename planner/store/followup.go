@@ -19,7 +19,8 @@ import (
 const FollowUpsBucket = "scheduler-followups"
 
 // FollowUp is a pending attempt of a job outside its schedule: a retry, an
-// error action, or a run requested with POST …/run. The planner writes it
+// error action, a run requested with POST …/run, or the next run of a
+// backfill (POST …/backfill). The planner writes it
 // before it puts it in the timer, and deletes it once the attempt's result
 // is counted.
 type FollowUp struct {
@@ -41,6 +42,9 @@ type FollowUp struct {
 	Remaining int64 `json:"remaining"`
 	// Revision is the job's revision the attempt was scheduled from.
 	Revision uint64 `json:"revision,omitempty"`
+	// End, for the pending run of a backfill (POST …/backfill), is the
+	// end of its range: the runs that follow go up to it.
+	End time.Time `json:"end,omitzero"`
 }
 
 // followUpKey returns the key of a job's follow-up in a slot:
