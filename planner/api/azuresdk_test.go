@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -112,6 +113,51 @@ func TestAzureSDKClient(t *testing.T) {
 		}
 		if _, err := jobs.Get(ctx, "rg1", "sdk", "c"); err == nil {
 			t.Fatal("deleted job still there")
+		}
+	})
+
+	t.Run("round-trips a job without the extensions unchanged", func(t *testing.T) {
+		const path = "/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/sdk/jobs/b"
+		read := func() map[string]any {
+			r := b.do(t, "GET", path, "", "Authorization", "Bearer "+token1)
+			if r.status != http.StatusOK {
+				t.Fatalf("GET: %d %s", r.status, r.body)
+			}
+			return r.json(t)["properties"].(map[string]any)
+		}
+		before := read()
+		// None of the scheduling policies shows on a job that names none.
+		for _, key := range []string{"catchUp", "catchUpWindow", "overlap", "pauseAfterFaults"} {
+			if _, ok := before[key]; ok {
+				t.Errorf("a job without policies shows %s", key)
+			}
+		}
+		for _, key := range []string{"flexibleWindow", "excludedCalendars", "onExcludedDay"} {
+			if _, ok := before["recurrence"].(map[string]any)[key]; ok {
+				t.Errorf("a job without policies shows recurrence.%s", key)
+			}
+		}
+		for _, key := range []string{"consecutiveFaults", "stateReason"} {
+			if _, ok := before["status"].(map[string]any)[key]; ok {
+				t.Errorf("a job without policies shows status.%s", key)
+			}
+		}
+		got, err := jobs.Get(ctx, "rg1", "sdk", "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Properties.Status = nil
+		basic, _ := got.Properties.Action.Request.Authentication.AsBasicAuthentication()
+		basic.Password = to.StringPtr("p4ss") // never returned: the client sends it again
+		got.Properties.Action.Request.Authentication = basic
+		if _, err := jobs.CreateOrUpdate(ctx, "rg1", "sdk", "b", scheduler.JobDefinition{Properties: got.Properties}); err != nil {
+			t.Fatal(err)
+		}
+		after := read()
+		delete(before, "status")
+		delete(after, "status")
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("the job written back by the SDK changed:\nbefore %v\nafter  %v", before, after)
 		}
 	})
 

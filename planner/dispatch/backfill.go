@@ -38,7 +38,7 @@ const backfillCountCap = 100 * api.MaxBackfill
 // api.MaxBackfill instants; a range without any is not scheduled (Count
 // 0).
 func (f *FollowUps) Backfill(ctx context.Context, j store.Job, start, end time.Time) (api.BackfillPlan, error) {
-	c, err := compile(j)
+	c, err := f.jobs.compile(j)
 	if err != nil {
 		return api.BackfillPlan{}, err
 	}

@@ -123,12 +123,12 @@ func latestMissed(sched *planner.Schedule, at, now time.Time, steps int) (time.T
 // missedEntry is the entry that replaces a skipped occurrence c of the
 // schedule: the instant at, with c's number and the occurrences remaining
 // after it, as an instant skipped does not count. Nil when there is none.
-func missedEntry(c timer.Entry, at time.Time, ok bool) *timer.Entry {
+func missedEntry(c timer.Entry, sched *planner.Schedule, at time.Time, ok bool) *timer.Entry {
 	if !ok {
 		return nil
 	}
 	return &timer.Entry{
-		JobKey: c.JobKey, Slot: scheduleSlot, Due: at, Expected: at,
+		JobKey: c.JobKey, Slot: scheduleSlot, Due: sched.Due(c.JobKey, at), Expected: at,
 		Occurrence: c.Occurrence, Action: contracts.MainAction, Remaining: c.Remaining, Revision: c.Revision,
 	}
 }
@@ -145,7 +145,7 @@ func caughtUpEntry(c timer.Claim, sched *planner.Schedule, now time.Time, pace t
 	if !ok {
 		return nil
 	}
-	due := at
+	due := sched.Due(c.JobKey, at)
 	if !at.After(now) {
 		// Paced from when c is published: its due time, or now when that
 		// has passed.
@@ -179,10 +179,10 @@ func planClaim(c timer.Claim, job *cached, now time.Time, cfg Config) (next *tim
 	}
 	p := &job.job.Properties
 	policy := catchUpPolicy(p)
-	if policy != contracts.CatchUpEarliest && late(c.Expected, now, cfg.MissedGrace) {
+	if policy != contracts.CatchUpEarliest && late(job.sched.Due(c.JobKey, c.Expected), now, cfg.MissedGrace) {
 		at, ok := catchUpFrom(policy, job.sched, c.Expected, now, catchUpWindow(p))
 		if !ok || !at.Equal(c.Expected) {
-			return missedEntry(c.Entry, at, ok), true
+			return missedEntry(c.Entry, job.sched, at, ok), true
 		}
 	}
 	if policy == contracts.CatchUpAll {

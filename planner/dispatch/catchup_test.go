@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -29,7 +30,7 @@ func policyJob(t testing.TB, recurrence string, policy contracts.CatchUpPolicy, 
 		t.Fatal(errs)
 	}
 	props.State, props.CatchUp, props.CatchUpWindow = contracts.JobStateEnabled, policy, window
-	c, err := compile(store.Job{Ref: collection.Job("j"), Properties: props, Created: t0, Anchored: t0, Updated: t0, Revision: 7})
+	c, err := newCalendars().compile(store.Job{Ref: collection.Job("j"), Properties: props, Created: t0, Anchored: t0, Updated: t0, Revision: 7}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func New(js jetstream.JetStream, st *store.Store, fu *store.FollowUps, ix *timer
 	e := &Engine{cfg: cfg, js: js, ix: ix, jobs: newJobs(st, cfg.Now, cfg.Logger), inspector: &Inspector{ix: ix}}
 	e.dispatcher = newDispatcher(publisher, ix, e.jobs, nil, cfg)
 	wake := e.dispatcher.Wake
-	e.followUps = newFollowUps(fu, ix, js, cfg, wake)
+	e.followUps = newFollowUps(fu, ix, js, e.jobs, cfg, wake)
 	e.dispatcher.followUps = e.followUps
 	e.follower = newFollower(st, ix, e.jobs, e.followUps, cfg, wake)
 	e.follower.wakeFor = e.dispatcher.WakeFor

@@ -49,13 +49,18 @@ func AttemptIdentity(ref contracts.JobRef, occurrence int64, expected time.Time,
 // nextEntry is the occurrence after a dispatched one, or nil when the job
 // has ended (count reached, endTime passed) or it was not an occurrence of
 // the schedule (a retry, an error action, a run outside the schedule). A
-// late occurrence ran once; the next is no earlier than now.
+// late occurrence ran once; the next is no earlier than now. An entry is
+// due at its instant's offset within the job's flexible window
+// (planner.Schedule.Due), and expected at the instant.
 func nextEntry(c timer.Claim, sched *planner.Schedule, now time.Time) *timer.Entry {
 	if c.Slot != scheduleSlot || c.Remaining == 0 || sched == nil {
 		return nil
 	}
+	// Late is measured from when the occurrence was due within its
+	// flexible window: one published at its offset in the window is on
+	// time.
 	from := c.Expected
-	if late := now.Add(-time.Second); from.Before(late) {
+	if late := now.Add(-time.Second).Add(-sched.Due(c.JobKey, c.Expected).Sub(c.Expected)); from.Before(late) {
 		from = late
 	}
 	at, ok := sched.Next(from)
@@ -67,7 +72,7 @@ func nextEntry(c timer.Claim, sched *planner.Schedule, now time.Time) *timer.Ent
 		remaining--
 	}
 	return &timer.Entry{
-		JobKey: c.JobKey, Slot: scheduleSlot, Due: at, Expected: at,
+		JobKey: c.JobKey, Slot: scheduleSlot, Due: sched.Due(c.JobKey, at), Expected: at,
 		Occurrence: c.Occurrence + 1, Action: contracts.MainAction, Remaining: remaining, Revision: c.Revision,
 	}
 }

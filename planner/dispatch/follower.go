@@ -362,7 +362,7 @@ func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.
 		JobKey: j.Ref.KVKey(), Slot: scheduleSlot, Due: at, Expected: at,
 		Occurrence: occurrence, Action: contracts.MainAction, Remaining: remaining, Revision: j.Revision,
 	}
-	if ok && late(at, now, grace) {
+	if ok && late(sched.Due(entry.JobKey, at), now, grace) {
 		switch policy := catchUpPolicy(&j.Properties); policy {
 		case contracts.CatchUpEarliest:
 			at, ok = sched.Next(now.Add(-time.Second))
@@ -376,6 +376,6 @@ func firstEntry(j store.Job, sched *planner.Schedule, now time.Time, grace time.
 	if !ok {
 		return timer.Entry{}, skipped, false
 	}
-	entry.Due, entry.Expected = at, at
+	entry.Due, entry.Expected = sched.Due(entry.JobKey, at), at
 	return entry, skipped, true
 }

@@ -25,12 +25,13 @@ type FollowUps struct {
 	store *store.FollowUps
 	ix    *timer.Index
 	js    jetstream.JetStream
+	jobs  *Jobs // compiles a job's schedule with its calendars
 	cfg   Config
 	wake  func()
 }
 
-func newFollowUps(st *store.FollowUps, ix *timer.Index, js jetstream.JetStream, cfg Config, wake func()) *FollowUps {
-	return &FollowUps{store: st, ix: ix, js: js, cfg: cfg, wake: wake}
+func newFollowUps(st *store.FollowUps, ix *timer.Index, js jetstream.JetStream, jobs *Jobs, cfg Config, wake func()) *FollowUps {
+	return &FollowUps{store: st, ix: ix, js: js, jobs: jobs, cfg: cfg, wake: wake}
 }
 
 // settleAttempts bounds how often a write of the bucket is computed again
