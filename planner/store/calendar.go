@@ -236,52 +236,15 @@ type CalendarChange struct {
 // connection closes. Its filter (contracts.CalendarsKVFilter) matches
 // calendar keys only.
 func (s *Store) WatchCalendars(ctx context.Context) (changes <-chan CalendarChange, ready <-chan struct{}, err error) {
-	w, err := s.kv.Watch(ctx, contracts.CalendarsKVFilter)
-	if err != nil {
-		return nil, nil, fmt.Errorf("watching calendars: %w", err)
-	}
-	out := make(chan CalendarChange)
-	initial := make(chan struct{})
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		inInitial := true
-		for {
-			var e jetstream.KeyValueEntry
-			select {
-			case <-ctx.Done():
-				return
-			case entry, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				e = entry
-			}
-			if e == nil {
-				if inInitial {
-					inInitial = false
-					close(initial)
-				}
-				continue
-			}
-			deleted := e.Operation() != jetstream.KeyValuePut
-			if deleted && inInitial {
-				continue
-			}
-			c := CalendarChange{Key: e.Key(), Deleted: deleted, Revision: e.Revision()}
-			if !deleted {
-				if cal, err := decodeCalendar(e); err != nil {
-					c.Err = err
-				} else {
-					c.Calendar = &cal
-				}
-			}
-			select {
-			case out <- c:
-			case <-ctx.Done():
-				return
+	return watchKeys(ctx, s.kv, contracts.CalendarsKVFilter, "calendars", func(e jetstream.KeyValueEntry, deleted bool) CalendarChange {
+		c := CalendarChange{Key: e.Key(), Deleted: deleted, Revision: e.Revision()}
+		if !deleted {
+			if cal, err := decodeCalendar(e); err != nil {
+				c.Err = err
+			} else {
+				c.Calendar = &cal
 			}
 		}
-	}()
-	return out, initial, nil
+		return c
+	})
 }

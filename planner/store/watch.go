@@ -33,11 +33,31 @@ const jobsFilter = "j.>"
 // Deletions that happened before the watch began are not replayed.
 // changes is unbuffered: the watch proceeds as fast as it is read.
 func (s *Store) WatchJobs(ctx context.Context) (changes <-chan Change, ready <-chan struct{}, err error) {
-	w, err := s.kv.Watch(ctx, jobsFilter)
+	return watchKeys(ctx, s.kv, jobsFilter, "jobs", func(e jetstream.KeyValueEntry, deleted bool) Change {
+		c := Change{Key: e.Key(), Deleted: deleted, Revision: e.Revision()}
+		if !deleted {
+			if j, err := s.decodeJob(e); err != nil {
+				c.Err = err
+			} else {
+				c.Job = &j
+			}
+		}
+		return c
+	})
+}
+
+// watchKeys streams the changes of the keys filter matches until ctx ends,
+// each made by change from its entry: first the current value of every
+// key, then each later put and delete, in KV order. ready is closed once
+// the current values have all been received; changes is closed when ctx
+// ends or the connection closes. The markers of keys deleted before the
+// watch are not replayed. what names the keys in an error.
+func watchKeys[C any](ctx context.Context, kv jetstream.KeyValue, filter, what string, change func(e jetstream.KeyValueEntry, deleted bool) C) (changes <-chan C, ready <-chan struct{}, err error) {
+	w, err := kv.Watch(ctx, filter)
 	if err != nil {
-		return nil, nil, fmt.Errorf("watching jobs: %w", err)
+		return nil, nil, fmt.Errorf("watching %s: %w", what, err)
 	}
-	out := make(chan Change)
+	out := make(chan C)
 	initial := make(chan struct{})
 	go func() {
 		defer close(out)
@@ -63,18 +83,10 @@ func (s *Store) WatchJobs(ctx context.Context) (changes <-chan Change, ready <-c
 			}
 			deleted := e.Operation() != jetstream.KeyValuePut
 			if deleted && inInitial {
-				continue // the marker of a job deleted before the watch
-			}
-			c := Change{Key: e.Key(), Deleted: deleted, Revision: e.Revision()}
-			if !deleted {
-				if j, err := s.decodeJob(e); err != nil {
-					c.Err = err
-				} else {
-					c.Job = &j
-				}
+				continue // the marker of a key deleted before the watch
 			}
 			select {
-			case out <- c:
+			case out <- change(e, deleted):
 			case <-ctx.Done():
 				return
 			}
