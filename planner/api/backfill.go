@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/transient"
+	"github.com/jobscheduler/scheduler/planner/store"
 )
 
 // MaxBackfill is the most instants one backfill runs.
@@ -91,22 +92,14 @@ func (s *Server) backfillJob(w http.ResponseWriter, r *http.Request, ref contrac
 		return e
 	}
 	ctx := r.Context()
-	j, err := s.store.GetJob(ctx, ref)
-	if err != nil {
-		return storeError(err, jobWhat(ref))
-	}
-	if j.Properties.Recurrence == nil {
-		return newError(http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s has no recurrence: only a recurring job can be backfilled", jobWhat(ref)))
-	}
-	coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
-	if err != nil {
-		return storeError(err, collectionWhat(ref.CollectionRef()))
-	}
-	if e := runnable(coll, j); e != nil {
+	j, e := s.runnableJob(ctx, ref, func(j store.Job) *apiError {
+		if j.Properties.Recurrence == nil {
+			return newError(http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s has no recurrence: only a recurring job can be backfilled", jobWhat(ref)))
+		}
+		return nil
+	})
+	if e != nil {
 		return e
-	}
-	if s.sched == nil {
-		return unavailable("the planner is not running")
 	}
 	plan, _, err := retry(ctx, pointAttempt, transient.Refused, func(ctx context.Context) (BackfillPlan, error) {
 		return s.sched.Backfill(ctx, j, start, end)

@@ -387,23 +387,39 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, ref contracts
 
 // runJob runs the job's action once now. A run is not idempotent: it is
 // retried only after a fault that left it undone (transient.Refused).
-func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
-	ctx := r.Context()
+// runnableJob reads a job that runs may be requested of, refusing one
+// that check refuses (when check is not nil), one that is not Enabled or
+// whose collection is not, and any while the planner does not run.
+func (s *Server) runnableJob(ctx context.Context, ref contracts.JobRef, check func(store.Job) *apiError) (store.Job, *apiError) {
 	j, err := s.store.GetJob(ctx, ref)
 	if err != nil {
-		return storeError(err, jobWhat(ref))
+		return j, storeError(err, jobWhat(ref))
+	}
+	if check != nil {
+		if e := check(j); e != nil {
+			return j, e
+		}
 	}
 	coll, err := s.store.GetCollection(ctx, ref.CollectionRef())
 	if err != nil {
-		return storeError(err, collectionWhat(ref.CollectionRef()))
+		return j, storeError(err, collectionWhat(ref.CollectionRef()))
 	}
 	if e := runnable(coll, j); e != nil {
-		return e
+		return j, e
 	}
 	if s.sched == nil {
-		return unavailable("the planner is not running")
+		return j, unavailable("the planner is not running")
 	}
-	_, _, err = retry(ctx, pointAttempt, transient.Refused, func(ctx context.Context) (struct{}, error) {
+	return j, nil
+}
+
+func (s *Server) runJob(w http.ResponseWriter, r *http.Request, ref contracts.JobRef) *apiError {
+	ctx := r.Context()
+	j, e := s.runnableJob(ctx, ref, nil)
+	if e != nil {
+		return e
+	}
+	_, _, err := retry(ctx, pointAttempt, transient.Refused, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.sched.RunNow(ctx, j)
 	})
 	switch {

@@ -143,24 +143,7 @@ func (s *Store) DeleteCalendar(ctx context.Context, ref contracts.CollectionRef,
 	if err := checkCalendarRef(ref, name); err != nil {
 		return err
 	}
-	key := ref.CalendarKVKey(name)
-	for {
-		e, err := s.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("deleting calendar %s: %w", key, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("deleting calendar %s: %w", key, err)
-		}
-		// At the revision read, as DeleteJob does.
-		err = s.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
-		if !isMismatch(err) {
-			if err != nil {
-				return fmt.Errorf("deleting calendar %s: %w", key, err)
-			}
-			return nil
-		}
-	}
+	return s.deleteKey(ctx, "calendar", ref.CalendarKVKey(name))
 }
 
 // Calendars returns every calendar of the collection, sorted by name

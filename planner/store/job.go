@@ -380,21 +380,25 @@ func (s *Store) DeleteJob(ctx context.Context, ref contracts.JobRef) error {
 	if err := checkJobRef(ref); err != nil {
 		return err
 	}
-	key := ref.KVKey()
+	return s.deleteKey(ctx, "job", ref.KVKey())
+}
+
+// deleteKey deletes the value of key (ErrNotFound when there is none), at
+// the revision read, so that a value deleted meanwhile is reported as not
+// found rather than deleted twice. kind names the value in errors.
+func (s *Store) deleteKey(ctx context.Context, kind, key string) error {
 	for {
 		e, err := s.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("deleting job %s: %w", key, ErrNotFound)
+			return fmt.Errorf("deleting %s %s: %w", kind, key, ErrNotFound)
 		}
 		if err != nil {
-			return fmt.Errorf("deleting job %s: %w", key, err)
+			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
 		}
-		// At the revision read, so that a job deleted meanwhile is reported
-		// as not found rather than deleted twice.
 		err = s.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		if !isMismatch(err) {
 			if err != nil {
-				return fmt.Errorf("deleting job %s: %w", key, err)
+				return fmt.Errorf("deleting %s %s: %w", kind, key, err)
 			}
 			return nil
 		}
