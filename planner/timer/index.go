@@ -183,10 +183,15 @@ return n
 `)
 
 // RemoveJob deletes every entry of the job, in every slot, pending or
-// claimed, and its status: the job is gone.
+// claimed, its status and its running mark: the job is gone.
 func (ix *Index) RemoveJob(ctx context.Context, jobKey string) error {
 	if err := removeJobScript.Run(ctx, ix.rdb, ix.keysOf(jobKey), jobID(jobKey)).Err(); err != nil {
 		return fmt.Errorf("removing the entries of %q: %w", jobKey, err)
+	}
+	// And its running mark: a job created again under the name starts
+	// with nothing in flight.
+	if _, err := ix.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Del(ctx, ix.runningKey(jobKey)).Err() }); err != nil {
+		return fmt.Errorf("removing the running mark of %q: %w", jobKey, err)
 	}
 	return nil
 }

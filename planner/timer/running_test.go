@@ -32,6 +32,23 @@ func TestRunningMarks(t *testing.T) {
 		}
 	})
 
+	t.Run("a job removed leaves no mark", func(t *testing.T) {
+		t.Parallel()
+		ix, _ := setup(t, Config{})
+		if _, err := ix.Admit(t.Context(), keyOf("a"), first, t0, time.Hour, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.RemoveJob(t.Context(), keyOf("a")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok, err := ix.Running(t.Context(), keyOf("a"), t0); err != nil || ok {
+			t.Fatalf("a removed job is still running (%v, %v)", ok, err)
+		}
+		if a, err := ix.Admit(t.Context(), keyOf("a"), second, t0, time.Hour, nil); err != nil || a != Run {
+			t.Fatalf("a job created again under the name: %v, %v", a, err)
+		}
+	})
+
 	t.Run("another is skipped, or buffered once", func(t *testing.T) {
 		t.Parallel()
 		ix, _ := setup(t, Config{})
