@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/api"
 )
 
 // defaultCollection is the body `collections create` sends without a file.
@@ -230,10 +231,7 @@ through the scheduler's REST API (--server, --token, or the environment).
 			if count < 1 || count > 1000 {
 				return &exitError{code: exitUsage, err: fmt.Errorf("--count must be from 1 to 1000, not %d", count)}
 			}
-			var p struct {
-				State contracts.JobState `json:"state"`
-				Value []time.Time        `json:"value"`
-			}
+			var p api.PreviewResult
 			q := url.Values{"count": {strconv.Itoa(count)}}
 			if err := o.call(cmd.Context(), http.MethodGet, o.jobPath(args[0], "preview"), q, nil, &p); err != nil {
 				return err
@@ -243,6 +241,9 @@ through the scheduler's REST API (--server, --token, or the environment).
 			}
 			if len(p.Value) == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "job %s is %s: it has no run to come\n", args[0], p.State)
+			}
+			if len(p.Occurrences) > 0 {
+				return writeOccurrences(cmd.OutOrStdout(), p.Occurrences, "text")
 			}
 			for _, t := range p.Value {
 				fmt.Fprintln(cmd.OutOrStdout(), t.UTC().Format(time.RFC3339))
@@ -267,7 +268,7 @@ through the scheduler's REST API (--server, --token, or the environment).
 // line saying when it runs: stdout stays JSON for scripts.
 func (o *clientOptions) printJobs(cmd *cobra.Command, jobs []contracts.JobDefinition, one bool) error {
 	if one && o.output == "" && len(jobs) == 1 {
-		defer fmt.Fprintln(cmd.ErrOrStderr(), "schedule: "+jobSchedule(jobs[0]))
+		defer printJobSummary(cmd.ErrOrStderr(), jobs[0])
 	}
 	return printResources(o, cmd, jobs, one, "NAME\tSTATE\tSCHEDULE\tNEXT RUN\tRUNS\tFAILED\tFAULTED", func(w io.Writer, j contracts.JobDefinition) {
 		_, name, _ := strings.Cut(j.Name, "/")
@@ -327,6 +328,23 @@ func (o *clientOptions) requestCommand(spec requestSpec, complete cobra.Completi
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", spec.kind, args[0], spec.done)
 			return nil
 		},
+	}
+}
+
+// printJobSummary says when a job runs, with its run policies, why the
+// scheduler changed its state and its consecutive faults, when set.
+func printJobSummary(w io.Writer, j contracts.JobDefinition) {
+	fmt.Fprintln(w, "schedule: "+jobSchedule(j))
+	if ps := runPolicies(&j.Properties); len(ps) > 0 {
+		fmt.Fprintln(w, "policies: "+strings.Join(ps, "; "))
+	}
+	if st := j.Properties.Status; st != nil {
+		if st.StateReason != "" {
+			fmt.Fprintln(w, "state reason: "+st.StateReason)
+		}
+		if st.ConsecutiveFaults > 0 {
+			fmt.Fprintf(w, "consecutive faults: %d\n", st.ConsecutiveFaults)
+		}
 	}
 }
 

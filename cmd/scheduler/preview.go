@@ -16,19 +16,28 @@ import (
 
 func newPreviewCommand() *cobra.Command {
 	var (
-		nowFlag string
-		count   int
-		format  string
+		nowFlag   string
+		count     int
+		format    string
+		calendars []string
 	)
 	cmd := &cobra.Command{
-		Use:   "preview [--now RFC3339] [--count N] [--format text|json] FILE|-",
+		Use:   "preview [--now RFC3339] [--count N] [--format text|json] [--calendar FILE]... FILE|-",
 		Short: "Print the instants a job would run at",
 		Long: `Print the first N instants a job would run at if it were created at --now,
 one RFC 3339 UTC timestamp per line (or a JSON array with --format json).
 FILE holds the job definition, as the ARM envelope {"properties": {...}} or the
 bare properties object; "-" reads standard input. Fewer lines are printed when
 the job completes first. An invalid definition prints every violation on
-standard error and exits with status 1.`,
+standard error and exits with status 1.
+
+A job with a flexible window or excluded calendars prints each occurrence
+with what its policies do: "skipped (<holiday>, <calendar>)", "moved from
+<instant> (…)", and the time it runs within its window (with --format json,
+objects as the API's preview occurrences). The calendars it excludes are
+given with --calendar, once each: a JSON calendar file, or an iCalendar
+(.ics) file, named by its file name without extension unless the JSON
+names it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
@@ -49,7 +58,15 @@ standard error and exits with status 1.`,
 			if err != nil {
 				return err
 			}
-			instants, err := planner.Preview(data, now, count)
+			var cals []*planner.Calendar
+			for _, f := range calendars {
+				c, err := readCalendar(f)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				cals = append(cals, c)
+			}
+			detail, err := planner.PreviewDetailed(data, now, count, "", cals...)
 			var invalid contracts.FieldErrors
 			if errors.As(err, &invalid) {
 				for _, fe := range invalid {
@@ -60,12 +77,20 @@ standard error and exits with status 1.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
+			if hasPolicies(data) {
+				return writeOccurrences(cmd.OutOrStdout(), fromPlanner(detail), format)
+			}
+			instants := make([]time.Time, 0, len(detail))
+			for _, o := range detail {
+				instants = append(instants, o.At)
+			}
 			return writeInstants(cmd.OutOrStdout(), instants, format)
 		},
 	}
 	cmd.Flags().StringVar(&nowFlag, "now", "", "the creation time, RFC 3339 (default: now)")
 	cmd.Flags().IntVar(&count, "count", 10, "how many instants to print")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringArrayVar(&calendars, "calendar", nil, "a calendar the job excludes: a JSON or .ics file (repeatable)")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -97,4 +122,15 @@ func writeInstants(w io.Writer, instants []time.Time, format string) error {
 		}
 	}
 	return nil
+}
+
+// hasPolicies reports whether a valid definition has a flexible window or
+// excluded calendars, whose effect a preview details.
+func hasPolicies(data []byte) bool {
+	d, errs := contracts.DecodeJob(data)
+	if len(errs) > 0 {
+		return false
+	}
+	r := d.Properties.Recurrence
+	return r != nil && (r.FlexibleWindow != "" || len(r.ExcludedCalendars) > 0)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner/api"
 )
 
 // The API's answers as the console reads them: the Azure shapes with the
@@ -182,8 +183,11 @@ type historyList struct {
 	NextLink *string `json:"nextLink"`
 }
 
-// previewJSON is the answer of a preview.
+// previewJSON is the answer of a preview. Occurrences tells, for a job
+// with a flexible window or excluded calendars, of the occurrences skipped
+// or moved and when each runs within its window.
 type previewJSON struct {
-	State contracts.JobState `json:"state"`
-	Value []time.Time        `json:"value"`
+	State       contracts.JobState      `json:"state"`
+	Value       []time.Time             `json:"value"`
+	Occurrences []api.PreviewOccurrence `json:"occurrences"`
 }

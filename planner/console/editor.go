@@ -127,13 +127,14 @@ func (c *Console) checkDraft(q *request, ref contracts.CollectionRef, d editorDa
 	var f *apiFault
 	switch {
 	case err == nil:
-		zone := ""
+		zone, window := "", ""
 		if p, ok := draft["properties"].(map[string]any); ok {
 			if r, ok := p["recurrence"].(map[string]any); ok {
 				zone, _ = r["timeZone"].(string)
+				window, _ = r["flexibleWindow"].(string)
 			}
 		}
-		res.Next, res.State = nextRuns(pv.Value, zone), string(pv.State)
+		res.Next, res.State = nextRuns(pv, zone, window), string(pv.State)
 	case errors.As(err, &f):
 		for _, ff := range f.Details {
 			if slices.Contains(kept, ff.Target) {

@@ -75,14 +75,14 @@ func TestNextRunsMarkDaylightSavingChanges(t *testing.T) {
 		time.Date(2026, 10, 25, 8, 0, 0, 0, time.UTC),
 		time.Date(2026, 10, 26, 8, 0, 0, 0, time.UTC),
 	}
-	runs := nextRuns(at, "Europe/Berlin")
+	runs := nextRuns(previewJSON{Value: at}, "Europe/Berlin", "")
 	if runs[0].Local != "2026-10-24 09:00:00 +02:00 CEST" || runs[1].Local != "2026-10-25 09:00:00 +01:00 CET" {
 		t.Fatalf("local times %q, %q", runs[0].Local, runs[1].Local)
 	}
 	if runs[0].Change != "" || !strings.Contains(runs[1].Change, "daylight saving time ends") || runs[2].Change != "" {
 		t.Fatalf("changes %q %q %q", runs[0].Change, runs[1].Change, runs[2].Change)
 	}
-	if r := nextRuns(at, ""); r[1].Local != "" || r[1].Change != "" {
+	if r := nextRuns(previewJSON{Value: at}, "", ""); r[1].Local != "" || r[1].Change != "" {
 		t.Fatalf("UTC runs: %+v", r)
 	}
 }

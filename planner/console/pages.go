@@ -338,10 +338,21 @@ type jobData struct {
 	CanWrite bool
 	Live     bool
 	Zone     string
+	// Marked: the next runs carry marks of the job's scheduling policies.
+	Marked bool
+	// Policies are the job's catch-up, overlap and pause-after-faults
+	// policies in words, those that are set.
+	Policies []string
 }
 
 type nextRun struct {
-	At    time.Time
+	// N numbers the runs from 1; 0 for an occurrence that is skipped.
+	N       int
+	At      time.Time
+	Skipped bool
+	// Marks say why it is skipped, where it was moved from and when it
+	// runs within its flexible window.
+	Marks []string
 	Local string
 	// Change marks a change of the zone's UTC offset since the run before
 	// (daylight saving time starting or ending).
@@ -365,7 +376,13 @@ func (c *Console) job(q *request) (string, *view, error) {
 	if err := q.api.get(q.ctx(), jobPath(ref)+"/preview", url.Values{"count": {"10"}}, &pv); err != nil {
 		return "", nil, err
 	}
-	d.Next = nextRuns(pv.Value, d.Zone)
+	var window string
+	if r := j.Properties.Recurrence; r != nil {
+		window = r.FlexibleWindow
+	}
+	d.Next = nextRuns(pv, d.Zone, window)
+	d.Marked = len(pv.Occurrences) > 0
+	d.Policies = runPolicies(&j.Properties)
 	var up upcomingList
 	if err := q.api.get(q.ctx(), jobPath(ref)+"/upcoming", url.Values{"hours": {"168"}}, &up); err == nil {
 		for _, r := range up.Value {
@@ -414,21 +431,36 @@ func (c *Console) job(q *request) (string, *view, error) {
 	return "job", &view{Title: ref.Job, Crumbs: crumbs, Flash: flash(q.r), Data: d}, nil
 }
 
-// nextRuns shows instants in UTC and in zone, marking where the zone's
-// offset changes from one run to the next.
-func nextRuns(at []time.Time, zone string) []nextRun {
+// nextRuns shows a preview's runs in UTC and in zone, marking where the
+// zone's offset changes from one run to the next. When the preview details
+// its occurrences, the skipped ones are shown too, and each is marked with
+// what the job's policies do to it (window is its flexible window).
+func nextRuns(pv previewJSON, zone, window string) []nextRun {
 	loc, err := contracts.LoadZone(zone)
 	if zone == "" || err != nil {
 		loc = nil
 	}
-	out := make([]nextRun, len(at))
-	prev := 0
-	for i, t := range at {
-		out[i] = nextRun{At: t.UTC()}
+	var out []nextRun
+	if len(pv.Occurrences) > 0 {
+		w := windowOf(window)
+		for _, o := range pv.Occurrences {
+			out = append(out, nextRun{At: o.Instant.UTC(), Skipped: o.Skipped, Marks: occurrenceMarks(o, w)})
+		}
+	} else {
+		for _, t := range pv.Value {
+			out = append(out, nextRun{At: t.UTC()})
+		}
+	}
+	prev, n := 0, 0
+	for i := range out {
+		if !out[i].Skipped {
+			n++
+			out[i].N = n
+		}
 		if loc == nil {
 			continue
 		}
-		local := t.In(loc)
+		local := out[i].At.In(loc)
 		out[i].Local = local.Format("2006-01-02 15:04:05 -07:00 MST")
 		name, offset := local.Zone()
 		if i > 0 && offset != prev {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner/api"
+)
+
+func TestPreviewShowsWhatThePoliciesDo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	job := func(action string) string {
+		return writeFile(t, dir, "job-"+action+".json", `{"properties": {"startTime": "2030-12-23T09:00:00Z",
+			"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Day", "flexibleWindow": "PT30M", "excludedCalendars": ["holidays"], "onExcludedDay": "`+action+`"}}}`)
+	}
+	jsonCal := writeFile(t, dir, "holidays.json", `{"properties": {"dates": [{"date": "2030-12-25", "name": "Christmas Day"}]}}`)
+	icsCal := writeFile(t, dir, "holidays.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nBEGIN:VEVENT\r\nUID:1\r\nDTSTAMP:20300101T000000Z\r\nDTSTART;VALUE=DATE:20301225\r\nSUMMARY:Christmas Day\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+	named := writeFile(t, dir, "other.json", `{"name": "holidays", "properties": {"dates": [{"date": "2030-12-25", "name": "Christmas Day"}]}}`)
+	window := `runs at 2030-12-2\dT09:\d\d:\d\dZ \(\+(\d+m)?(\d+s)? in its window\)`
+	for _, tt := range []struct {
+		name     string
+		action   string
+		calendar string
+		want     []string
+	}{
+		{"a skipped day names its holiday and calendar (JSON)", "Skip", jsonCal, []string{
+			`^2030-12-24T09:00:00Z  ` + window + `$`, `^2030-12-25T09:00:00Z  skipped \(Christmas Day, holidays\)$`, `^2030-12-26T09:00:00Z  ` + window + `$`}},
+		{"an iCalendar file is named by its file name", "Skip", icsCal, []string{`^2030-12-25T09:00:00Z  skipped \(Christmas Day, holidays\)$`}},
+		{"a JSON calendar that names itself keeps its name", "Skip", named, []string{`^2030-12-25T09:00:00Z  skipped \(Christmas Day, holidays\)$`}},
+		{"a moved day says where it was moved from", "NextBusinessDay", jsonCal, []string{
+			`^2030-12-26T09:00:00Z  moved from 2030-12-25T09:00:00Z \(Christmas Day, holidays\), ` + window + `$`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, code := runCLI(t, "", "preview", "--now", "2030-12-01T00:00:00Z", "--count", "5", "--calendar", tt.calendar, job(tt.action))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			for _, w := range tt.want {
+				re := regexp.MustCompile(w)
+				found := false
+				for _, l := range lines {
+					found = found || re.MatchString(l)
+				}
+				if !found {
+					t.Errorf("no line matches %s in\n%s", w, out)
+				}
+			}
+		})
+	}
+	t.Run("without the calendar the job excludes, the preview says so", func(t *testing.T) {
+		t.Parallel()
+		_, errOut, code := runCLI(t, "", "preview", "--now", "2030-12-01T00:00:00Z", job("Skip"))
+		if code != 1 || !strings.Contains(errOut, "recurrence.excludedCalendars") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("a missing calendar file is an error naming the flag", func(t *testing.T) {
+		t.Parallel()
+		plain := writeFile(t, dir, "plain.json", `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Day"}}}`)
+		if _, errOut, code := runCLI(t, "", "preview", plain); code != 0 {
+			t.Fatalf("without --calendar: exit %d: %s", code, errOut)
+		}
+		if _, _, code := runCLI(t, "", "preview", "--calendar", filepath.Join(dir, "nope.json"), plain); code != 1 {
+			t.Fatalf("a missing calendar file: exit %d, want 1", code)
+		}
+		if _, err := readCalendar(filepath.Join(dir, "nope.json")); err == nil || !strings.Contains(err.Error(), "--calendar") {
+			t.Fatalf("readCalendar: %v", err)
+		}
+	})
+}
+
+func TestJobSummaryShowsPoliciesAndFaults(t *testing.T) {
+	t.Parallel()
+	three := 3
+	j := contracts.JobDefinition{Properties: contracts.JobProperties{
+		CatchUp: contracts.CatchUpAll, CatchUpWindow: "PT6H", Overlap: contracts.OverlapSkip, PauseAfterFaults: &three,
+		Recurrence: &contracts.Recurrence{Frequency: "Day"},
+		Status:     &contracts.JobStatus{ConsecutiveFaults: 3, StateReason: "disabled after 3 consecutive faults"},
+	}}
+	var b bytes.Buffer
+	printJobSummary(&b, j)
+	for _, want := range []string{"policies: catch-up All within PT6H; overlap Skip; paused after 3 consecutive faults\n",
+		"state reason: disabled after 3 consecutive faults\n", "consecutive faults: 3\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary\n%s\nlacks %q", b.String(), want)
+		}
+	}
+	b.Reset()
+	printJobSummary(&b, contracts.JobDefinition{Properties: contracts.JobProperties{Recurrence: &contracts.Recurrence{Frequency: "Day"}}})
+	if strings.Count(b.String(), "\n") != 1 {
+		t.Errorf("a job without policies: %q", b.String())
+	}
+}
+
+func TestAnOccurrenceFromTheAPIReadsAsOneLine(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 12, 26, 9, 0, 0, 0, time.UTC)
+	run, from := at.Add(17*time.Minute+23*time.Second), at.Add(-24*time.Hour)
+	for _, tt := range []struct {
+		o    api.PreviewOccurrence
+		want string
+	}{
+		{api.PreviewOccurrence{Instant: at, RunAt: &at}, "2030-12-26T09:00:00Z"},
+		{api.PreviewOccurrence{Instant: at, RunAt: &run}, "2030-12-26T09:00:00Z  runs at 2030-12-26T09:17:23Z (+17m23s in its window)"},
+		{api.PreviewOccurrence{Instant: at, Skipped: true, Calendar: "holidays"}, "2030-12-26T09:00:00Z  skipped (holidays)"},
+		{api.PreviewOccurrence{Instant: at, RunAt: &at, MovedFrom: &from, Calendar: "holidays", Holiday: "Christmas Day"}, "2030-12-26T09:00:00Z  moved from 2030-12-25T09:00:00Z (Christmas Day, holidays)"},
+	} {
+		if got := occurrenceLine(tt.o); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
