@@ -39,24 +39,6 @@ func occurrenceLine(o api.PreviewOccurrence) string {
 	return s + "  " + strings.Join(marks, ", ")
 }
 
-// fromPlanner converts the planner's occurrences as the API does.
-func fromPlanner(detail []planner.Occurrence) []api.PreviewOccurrence {
-	out := make([]api.PreviewOccurrence, 0, len(detail))
-	for _, o := range detail {
-		p := api.PreviewOccurrence{Instant: o.At.UTC(), Skipped: o.Skipped, Calendar: o.Calendar, Holiday: o.Holiday}
-		if !o.Skipped {
-			due := o.Due.UTC()
-			p.RunAt = &due
-		}
-		if o.Moved() {
-			from := o.MovedFrom.UTC()
-			p.MovedFrom = &from
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // writeOccurrences prints occurrences one a line, or as a JSON array.
 func writeOccurrences(w io.Writer, occ []api.PreviewOccurrence, format string) error {
 	if format == "json" {

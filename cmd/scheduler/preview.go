@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/planner"
+	"github.com/jobscheduler/scheduler/planner/api"
 )
 
 func newPreviewCommand() *cobra.Command {
@@ -78,7 +79,7 @@ names it.`,
 				return &exitError{code: 1, err: err}
 			}
 			if hasPolicies(data) {
-				return writeOccurrences(cmd.OutOrStdout(), fromPlanner(detail), format)
+				return writeOccurrences(cmd.OutOrStdout(), api.PreviewOccurrences(detail), format)
 			}
 			instants := make([]time.Time, 0, len(detail))
 			for _, o := range detail {

@@ -49,8 +49,9 @@ type PreviewOccurrence struct {
 	Holiday  string `json:"holiday,omitempty"`
 }
 
-// previewOccurrences converts a schedule's detailed occurrences.
-func previewOccurrences(detail []planner.Occurrence) []PreviewOccurrence {
+// PreviewOccurrences converts a schedule's detailed occurrences into what
+// a preview shows.
+func PreviewOccurrences(detail []planner.Occurrence) []PreviewOccurrence {
 	out := make([]PreviewOccurrence, 0, len(detail))
 	for _, o := range detail {
 		p := PreviewOccurrence{Instant: o.At.UTC(), Skipped: o.Skipped, Calendar: o.Calendar, Holiday: o.Holiday}
@@ -181,7 +182,7 @@ func (s *Server) preview(ctx context.Context, j store.Job, n int, fresh bool) (P
 		if len(out.Value) > 0 && out.Value[0].Before(from) {
 			from = out.Value[0]
 		}
-		out.Occurrences = previewOccurrences(sched.Detail(j.Ref.KVKey(), from.Add(-time.Second), out.Value, !ok))
+		out.Occurrences = PreviewOccurrences(sched.Detail(j.Ref.KVKey(), from.Add(-time.Second), out.Value, !ok))
 	}
 	return out, nil
 }
