@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/planner"
 	"github.com/jobscheduler/scheduler/planner/api"
 )
 
@@ -56,6 +58,38 @@ func TestPreviewShowsWhatThePoliciesDo(t *testing.T) {
 			}
 		})
 	}
+	t.Run("--job gives the runs the offsets the planner gives that job", func(t *testing.T) {
+		t.Parallel()
+		ref := contracts.JobRef{Subscription: "sub", ResourceGroup: "rg", Collection: "jc", Job: "nightly"}
+		out, errOut, code := runCLI(t, "", "preview", "--now", "2030-12-01T00:00:00Z", "--count", "1", "--format", "json",
+			"--calendar", jsonCal, "--job", "sub/rg/jc/nightly", job("Skip"))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var occ []api.PreviewOccurrence
+		if err := json.Unmarshal([]byte(out), &occ); err != nil || len(occ) != 1 || occ[0].RunAt == nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		props, errs := planner.ParseJob([]byte(`{"startTime": "2030-12-23T09:00:00Z", "action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
+			"recurrence": {"frequency": "Day", "flexibleWindow": "PT30M"}}`), time.Date(2030, 12, 1, 0, 0, 0, 0, time.UTC))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		sched, err := planner.NewSchedule(&props, time.Date(2030, 12, 1, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sched.Due(ref.KVKey(), occ[0].Instant); !occ[0].RunAt.Equal(want) {
+			t.Fatalf("runs at %s, want %s, the planner's time for %s", occ[0].RunAt, want, ref.Key())
+		}
+		cmd := newRootCommand()
+		cmd.SetArgs([]string{"preview", "--calendar", jsonCal, "--job", "sub/rg/jc", job("Skip")})
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--job") {
+			t.Fatalf("a --job of three parts: %v", err)
+		}
+	})
 	t.Run("without the calendar the job excludes, the preview says so", func(t *testing.T) {
 		t.Parallel()
 		_, errOut, code := runCLI(t, "", "preview", "--now", "2030-12-01T00:00:00Z", job("Skip"))

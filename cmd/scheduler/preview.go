@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,9 +22,10 @@ func newPreviewCommand() *cobra.Command {
 		count     int
 		format    string
 		calendars []string
+		job       string
 	)
 	cmd := &cobra.Command{
-		Use:   "preview [--now RFC3339] [--count N] [--format text|json] [--calendar FILE]... FILE|-",
+		Use:   "preview [--now RFC3339] [--count N] [--format text|json] [--calendar FILE]... [--job SUB/RG/COLLECTION/JOB] FILE|-",
 		Short: "Print the instants a job would run at",
 		Long: `Print the first N instants a job would run at if it were created at --now,
 one RFC 3339 UTC timestamp per line (or a JSON array with --format json).
@@ -38,7 +40,9 @@ with what its policies do: "skipped (<holiday>, <calendar>)", "moved from
 objects as the API's preview occurrences). The calendars it excludes are
 given with --calendar, once each: a JSON calendar file, or an iCalendar
 (.ics) file, named by its file name without extension unless the JSON
-names it.`,
+names it. A run's offset in its window depends on the job's name: give
+--job subscription/resourceGroup/collection/job for the times the planner
+will use for that job (without it they are those of a job of no name).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
@@ -59,6 +63,18 @@ names it.`,
 			if err != nil {
 				return err
 			}
+			jobKey := ""
+			if job != "" {
+				parts := strings.Split(job, "/")
+				if len(parts) != 4 {
+					return fmt.Errorf("--job %q must be subscription/resourceGroup/collection/job", job)
+				}
+				ref := contracts.JobRef{Subscription: parts[0], ResourceGroup: parts[1], Collection: parts[2], Job: parts[3]}
+				if err := ref.Validate(); err != nil {
+					return fmt.Errorf("--job %q: %w", job, err)
+				}
+				jobKey = ref.KVKey()
+			}
 			var cals []*planner.Calendar
 			for _, f := range calendars {
 				c, err := readCalendar(f)
@@ -67,7 +83,7 @@ names it.`,
 				}
 				cals = append(cals, c)
 			}
-			detail, err := planner.PreviewDetailed(data, now, count, "", cals...)
+			detail, err := planner.PreviewDetailed(data, now, count, jobKey, cals...)
 			var invalid contracts.FieldErrors
 			if errors.As(err, &invalid) {
 				for _, fe := range invalid {
@@ -92,6 +108,7 @@ names it.`,
 	cmd.Flags().IntVar(&count, "count", 10, "how many instants to print")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringArrayVar(&calendars, "calendar", nil, "a calendar the job excludes: a JSON or .ics file (repeatable)")
+	cmd.Flags().StringVar(&job, "job", "", "the job the definition is for, subscription/resourceGroup/collection/job: its runs' offsets in a flexible window")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
