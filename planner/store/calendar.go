@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -173,26 +172,7 @@ func (s *Store) Calendars(ctx context.Context, ref contracts.CollectionRef) ([]C
 // deleteCalendars deletes every calendar of the collection, for
 // DeleteCollection.
 func (s *Store) deleteCalendars(ctx context.Context, ref contracts.CollectionRef) error {
-	entries, err := s.scan(ctx, ref.CalendarsKVPrefix()+"*", true)
-	if err != nil {
-		return err
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, e := range entries {
-		wg.Go(func() {
-			if err := s.kv.Delete(ctx, e.Key()); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("deleting calendar %s: %w", e.Key(), err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return s.deleteUnder(ctx, "calendar", ref.CalendarsKVPrefix())
 }
 
 // CalendarChange is one change to a calendar, as WatchCalendars delivers

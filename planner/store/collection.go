@@ -224,7 +224,13 @@ func (s *Store) DeleteCollection(ctx context.Context, ref contracts.CollectionRe
 
 // deleteJobs deletes every job of the collection, several at a time.
 func (s *Store) deleteJobs(ctx context.Context, ref contracts.CollectionRef) error {
-	entries, err := s.scan(ctx, ref.JobsKVPrefix()+"*", true)
+	return s.deleteUnder(ctx, "job", ref.JobsKVPrefix())
+}
+
+// deleteUnder deletes every key under prefix, deleteParallelism at a time;
+// kind names the values in errors.
+func (s *Store) deleteUnder(ctx context.Context, kind, prefix string) error {
+	entries, err := s.scan(ctx, prefix+"*", true)
 	if err != nil {
 		return err
 	}
@@ -240,7 +246,7 @@ func (s *Store) deleteJobs(ctx context.Context, ref contracts.CollectionRef) err
 			defer func() { <-sem }()
 			if err := s.kv.Delete(ctx, e.Key()); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("deleting job %s: %w", e.Key(), err))
+				errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, e.Key(), err))
 				mu.Unlock()
 			}
 		})
