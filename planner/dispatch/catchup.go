@@ -196,7 +196,5 @@ func planClaim(c timer.Claim, job *cached, now time.Time, cfg Config) (next *tim
 func reportSkipped(cfg Config, e timer.Entry, policy contracts.CatchUpPolicy) {
 	cfg.Logger.Info("a missed occurrence is skipped by the job's catch-up policy",
 		slog.String("job", e.JobKey), slog.Time("expected", e.Expected.UTC()), slog.String("catchUp", string(policy)))
-	if o, ok := cfg.Observer.(SkipObserver); ok {
-		o.Skipped(events.Skipped{JobKey: e.JobKey, Expected: e.Expected, Occurrence: e.Occurrence, Reason: events.SkipCatchUp})
-	}
+	observeSkipped(cfg, e, events.SkipCatchUp)
 }

@@ -92,7 +92,7 @@ func (d *Dispatcher) admit(ctx context.Context, c timer.Claim, j *store.Job, pol
 	default:
 		d.cfg.Logger.Info("occurrence skipped: an earlier one is in flight", slog.String("job", c.JobKey),
 			slog.Int64("occurrence", c.Occurrence), slog.Time("expected", c.Expected), slog.String("overlap", string(policy)))
-		d.skipped(c, events.SkipOverlap)
+		observeSkipped(d.cfg, c.Entry, events.SkipOverlap)
 	}
 	return false, nil
 }
@@ -112,9 +112,10 @@ func (o Observers) Skipped(s events.Skipped) {
 	}
 }
 
-// skipped tells the observer that claim c was skipped for reason.
-func (d *Dispatcher) skipped(c timer.Claim, reason string) {
-	if so, ok := d.cfg.Observer.(SkipObserver); ok {
-		so.Skipped(events.Skipped{JobKey: c.JobKey, Occurrence: c.Occurrence, Expected: c.Expected, Reason: reason})
+// observeSkipped tells the observer, when it is a SkipObserver, that the
+// occurrence of entry e was skipped for reason.
+func observeSkipped(cfg Config, e timer.Entry, reason string) {
+	if so, ok := cfg.Observer.(SkipObserver); ok {
+		so.Skipped(events.Skipped{JobKey: e.JobKey, Occurrence: e.Occurrence, Expected: e.Expected, Reason: reason})
 	}
 }
