@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +70,9 @@ func (f *Follower) run(ctx context.Context) {
 	// The calendars come first: a job is compiled against the calendars it
 	// excludes.
 	calendarsReady := make(chan struct{})
-	go f.followCalendars(ctx, calendarsReady)
+	var wg sync.WaitGroup
+	wg.Go(func() { f.followCalendars(ctx, calendarsReady) })
+	defer wg.Wait()
 	select {
 	case <-calendarsReady:
 	case <-ctx.Done():
