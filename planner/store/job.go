@@ -356,11 +356,21 @@ func (s *Store) EndJobAt(ctx context.Context, ref contracts.JobRef, revision uin
 // without a write when the job is not enabled. A mismatch error means the
 // job changed since.
 func (s *Store) end(ctx context.Context, key string, r jobRecord, revision uint64, state contracts.JobState, ended time.Time) (bool, error) {
+	at := timestamp(ended)
+	return s.changeEnabled(ctx, key, r, revision, "ending", func(r *jobRecord) { r.Properties.State, r.Ended = state, &at })
+}
+
+// changeEnabled applies change to the record r of an enabled job, read at
+// revision, and writes it on condition that the job is still at that
+// revision; false without a write when the job is not enabled. A mismatch
+// error (the job changed since) is the KV's own, for the caller to tell;
+// doing names the change in other errors ("ending").
+func (s *Store) changeEnabled(ctx context.Context, key string, r jobRecord, revision uint64, doing string, change func(*jobRecord)) (bool, error) {
 	if r.Properties.State != contracts.JobStateEnabled {
 		return false, nil
 	}
-	at := timestamp(ended)
-	r.Properties.State, r.Ended, r.Updated = state, &at, timestamp(s.now())
+	change(&r)
+	r.Updated = timestamp(s.now())
 	r.CreateRevision = cmp.Or(r.CreateRevision, revision)
 	value, err := json.Marshal(r)
 	if err != nil {
@@ -370,7 +380,7 @@ func (s *Store) end(ctx context.Context, key string, r jobRecord, revision uint6
 		if isMismatch(err) {
 			return false, err
 		}
-		return false, fmt.Errorf("ending job %s: %w", key, err)
+		return false, fmt.Errorf("%s job %s: %w", doing, key, err)
 	}
 	return true, nil
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,20 +37,11 @@ func (s *Store) PauseJob(ctx context.Context, ref contracts.JobRef, revision uin
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
 		return false, fmt.Errorf("decoding job %s: %w", key, err)
 	}
-	if r.Properties.State != contracts.JobStateEnabled {
-		return false, nil
+	paused, err := s.changeEnabled(ctx, key, r, revision, "pausing", func(r *jobRecord) {
+		r.Properties.State, r.StateReason = contracts.JobStateDisabled, reason
+	})
+	if isMismatch(err) {
+		return false, fmt.Errorf("pausing job %s: it changed meanwhile: %w", key, ErrConflict)
 	}
-	r.Properties.State, r.StateReason, r.Updated = contracts.JobStateDisabled, reason, timestamp(s.now())
-	r.CreateRevision = cmp.Or(r.CreateRevision, revision)
-	value, err := json.Marshal(r)
-	if err != nil {
-		return false, fmt.Errorf("encoding job %s: %w", key, err)
-	}
-	if _, err := s.kv.Update(ctx, key, value, revision); err != nil {
-		if isMismatch(err) {
-			return false, fmt.Errorf("pausing job %s: it changed meanwhile: %w", key, ErrConflict)
-		}
-		return false, fmt.Errorf("pausing job %s: %w", key, err)
-	}
-	return true, nil
+	return paused, err
 }
