@@ -457,13 +457,7 @@ func (o *clientOptions) backfillCommand(complete cobra.CompletionFunc) *cobra.Co
 			if err != nil {
 				return err
 			}
-			var answer struct {
-				Count    int       `json:"count"`
-				First    time.Time `json:"first"`
-				Last     time.Time `json:"last"`
-				Pace     string    `json:"pace"`
-				Duration string    `json:"duration"`
-			}
+			var answer api.BackfillAnswer
 			if err := o.call(cmd.Context(), http.MethodPost, o.jobPath(args[0], "backfill"), nil, body, &answer); err != nil {
 				return err
 			}

@@ -64,8 +64,8 @@ type backfillRequest struct {
 	End   *string `json:"end"`
 }
 
-// backfillAnswer is the answer to POST …/backfill.
-type backfillAnswer struct {
+// BackfillAnswer is the answer to POST …/backfill.
+type BackfillAnswer struct {
 	// Count is how many runs the backfill makes, First and Last the
 	// expected times of the first and the last.
 	Count int       `json:"count"`
@@ -112,7 +112,7 @@ func (s *Server) backfillJob(w http.ResponseWriter, r *http.Request, ref contrac
 	case err == nil:
 		s.audit(ctx, "job backfill requested", slog.String("job", jobID(ref)), slog.Int("runs", plan.Count),
 			slog.Time("first", plan.First), slog.Time("last", plan.Last))
-		writeJSON(w, http.StatusAccepted, backfillAnswer{Count: plan.Count, First: plan.First.UTC(), Last: plan.Last.UTC(),
+		writeJSON(w, http.StatusAccepted, BackfillAnswer{Count: plan.Count, First: plan.First.UTC(), Last: plan.Last.UTC(),
 			Pace: isoDuration(plan.Pace), Duration: isoDuration(plan.Duration())})
 		return nil
 	case errors.As(err, &tooLarge):
