@@ -105,9 +105,14 @@ type Execution struct {
 	// occurrence has the same.
 	ExpectedTime time.Time `json:"expectedTime"`
 	// DispatchedAt is when the planner claimed the attempt and built the
-	// message (at most its lookahead before it is due; it is published when
-	// due or later).
+	// message (at most its lookahead before it is due; it is published at
+	// most its publish lead before NotBefore).
 	DispatchedAt time.Time `json:"dispatchedAt"`
+	// NotBefore is when the attempt is due: a worker holds an execution
+	// published ahead of it until then, and never performs it earlier.
+	// Zero (in messages of planners that publish at the due time) means
+	// at once.
+	NotBefore time.Time `json:"notBefore,omitzero"`
 	// Action is the JobAction to perform, its secrets sealed by the planner
 	// for the OccurrenceID.
 	Action json.RawMessage `json:"action"`

@@ -472,6 +472,8 @@ func (r *wireReader) execution(e *Execution) bool {
 			ok = r.time(&e.ExpectedTime)
 		case "dispatchedAt":
 			ok = r.time(&e.DispatchedAt)
+		case "notBefore":
+			ok = r.time(&e.NotBefore)
 		case "action":
 			ok = r.raw(&e.Action)
 		case "timeoutMs":

@@ -12,7 +12,7 @@ func wireExecution() Execution {
 	due := time.Date(2026, 1, 2, 5, 15, 0, 0, time.UTC)
 	return Execution{
 		Version: MessageVersion, OccurrenceID: OccurrenceID(job, due, MainAction, 1), OccurrenceKey: OccurrenceKey(job, due, MainAction, 1),
-		Job: job, ActionName: MainAction, Occurrence: 12, Attempt: 1, ExpectedTime: due, DispatchedAt: due.Add(4 * time.Millisecond),
+		Job: job, ActionName: MainAction, Occurrence: 12, Attempt: 1, ExpectedTime: due, DispatchedAt: due.Add(4 * time.Millisecond), NotBefore: due.Add(90 * time.Second),
 		Action:  json.RawMessage(`{"type":"Http","request":{"uri":"https://example.com/a?b=c&d=é","method":"POST","headers":{"X-N":"1"},"body":"{\"k\": [1, 2.5e3, -0, true, null]}"}}`),
 		Timeout: 60000, Revision: 41, LastAttempt: true, LastOccurrence: true,
 	}

@@ -31,9 +31,16 @@ type Config struct {
 	// messages; it must hold the planners' key. Required.
 	Sealer *seal.Sealer
 	// Concurrency is the most actions performed at the same time; the
-	// worker never holds more executions than that, pulled or performed.
-	// Defaults to 128.
+	// worker never holds more executions than that, pulled or performed,
+	// but for those it holds until they are due (see Hold). Defaults to
+	// 128.
 	Concurrency int
+	// Hold is the most executions received ahead of their due time
+	// (Execution.NotBefore) the worker holds until then beside the
+	// Concurrency it performs, so that those due at one instant are in
+	// hand when it comes. One received ahead while Hold are held waits in
+	// its slot. Defaults to 4096; negative holds none beside Concurrency.
+	Hold int
 	// AckWait is how long an execution may stay unacknowledged before
 	// JetStream delivers it again; longer than the action deadline, and
 	// extended while an action runs. Every worker must use the same. A
@@ -79,6 +86,9 @@ type Config struct {
 // Observer learns what the worker does. Its methods are called from many
 // goroutines at once.
 type Observer interface {
+	// Held is called with 1 when the worker starts holding an execution
+	// received ahead of its due time, and with -1 when it stops.
+	Held(delta int)
 	// Started is called when the worker starts on an execution.
 	Started()
 	// Finished is called when it is done with it: r is the result stored,
@@ -113,6 +123,7 @@ type Tracer interface {
 
 func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 128)
+	c.Hold = max(cmp.Or(c.Hold, 4096), 0)
 	c.AckWait = cmp.Or(c.AckWait, 90*time.Second)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 5)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)
@@ -163,7 +174,10 @@ type Worker struct {
 	// slots holds one token per execution this worker holds: asked for in
 	// a pull request, or being performed. It never holds more than
 	// Concurrency, so that nothing delivered waits for a free slot.
-	slots    chan struct{}
+	slots chan struct{}
+	// holds holds one token per execution held until it is due without a
+	// slot; at most Hold.
+	holds    chan struct{}
 	flights  flights
 	inFlight sync.WaitGroup
 	// stopPull ends the pull loop; pulled is closed once it has ended.
@@ -174,6 +188,9 @@ type Worker struct {
 	work     context.Context
 	cancel   context.CancelFunc
 	stopping atomic.Bool
+	// halt is closed when Stop starts: executions held until they are due
+	// are handed back at once.
+	halt     chan struct{}
 	stopOnce sync.Once
 }
 
@@ -218,8 +235,8 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the %s consumer: %w", contracts.WorkersConsumer, err)
 	}
-	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), flights: flights{byID: map[string]*flight{}},
-		stopPull: func() {}, pulled: make(chan struct{})}
+	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
+		flights: flights{byID: map[string]*flight{}}, stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
 	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return w, cons, nil
@@ -231,18 +248,32 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
 	w.inFlight.Add(1)
 	go func() {
+		d := &delivery{Msg: m, pulledAt: pulledAt, slot: true}
 		defer func() {
-			<-w.slots
+			if d.slot {
+				<-w.slots
+			}
 			w.inFlight.Done()
 		}()
-		w.handle(m, pulledAt)
+		w.handle(d)
 	}()
+}
+
+// delivery is a message delivered to this worker.
+type delivery struct {
+	jetstream.Msg
+	// pulledAt is when the pull request it answers was sent.
+	pulledAt time.Time
+	// slot is whether it holds one of the worker's slots; it does not
+	// while it is held until due with a hold token instead.
+	slot bool
 }
 
 // handle performs a delivered execution unless the delivery is stale or a
 // copy of an attempt in flight here. Once the worker is stopping, what it
 // still receives is handed back at once.
-func (w *Worker) handle(m jetstream.Msg, pulledAt time.Time) {
+func (w *Worker) handle(d *delivery) {
+	m, pulledAt := d.Msg, d.pulledAt
 	log := w.cfg.Logger
 	exec, err := contracts.DecodeExecution(m.Data())
 	if err != nil {
@@ -278,18 +309,77 @@ func (w *Worker) handle(m jetstream.Msg, pulledAt time.Time) {
 		return
 	}
 	defer w.progress(m, pulledAt)()
+	// Opened before the hold, so that less is left to do when it is due.
+	action, openErr := w.open(exec)
+	if !w.hold(d, exec.NotBefore) {
+		_ = m.Nak() // stopping: another worker holds it until it is due
+		return
+	}
 	if w.cfg.Observer == nil {
-		stored = w.perform(m, exec)
+		stored = w.perform(m, exec, action, openErr)
 		return
 	}
 	w.cfg.Observer.Started()
-	stored = w.perform(m, exec)
+	stored = w.perform(m, exec, action, openErr)
 	w.cfg.Observer.Finished(stored)
 }
 
 func (w *Worker) skipped(reason string) {
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.Skipped(reason)
+	}
+}
+
+// hold returns once the clock reaches at, the execution's due time, so
+// that it is never performed earlier: at once for one due already. It
+// gives the delivery's slot up for a hold token while it waits, when one
+// is free, and takes a slot again once due. It returns false, holding the
+// slot or nothing, when the worker stops meanwhile.
+func (w *Worker) hold(d *delivery, at time.Time) bool {
+	wait := at.Sub(w.cfg.Now())
+	if wait <= 0 {
+		return true
+	}
+	held := false
+	select {
+	case w.holds <- struct{}{}:
+		held = true
+		<-w.slots
+		d.slot = false
+	default: // every hold token is taken: wait in the slot
+	}
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Held(1)
+		defer w.cfg.Observer.Held(-1)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-w.halt:
+			if held {
+				<-w.holds
+			}
+			return false
+		}
+		// The timer runs on the monotonic clock: wait on when the wall
+		// clock, read by Now, is behind it.
+		if wait = at.Sub(w.cfg.Now()); wait <= 0 {
+			break
+		}
+		t.Reset(wait)
+	}
+	if !held {
+		return true
+	}
+	<-w.holds
+	select {
+	case w.slots <- struct{}{}:
+		d.slot = true
+		return true
+	case <-w.halt:
+		return false
 	}
 }
 
@@ -338,6 +428,7 @@ func (w *Worker) progress(m jetstream.Msg, pulledAt time.Time) (stop func()) {
 func (w *Worker) Stop(ctx context.Context) {
 	w.stopOnce.Do(func() {
 		w.stopping.Store(true)
+		close(w.halt)
 		w.stopPull()
 		finished := make(chan struct{})
 		go func() {
@@ -358,10 +449,11 @@ func (w *Worker) Stop(ctx context.Context) {
 	})
 }
 
-// perform runs one execution and acknowledges it once its result is
-// stored, and returns that result. One whose action was cancelled by Stop,
-// or whose result could not be stored, is handed back.
-func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution) *contracts.Result {
+// perform runs one execution, its action as opened by open (err when it
+// did not open), and acknowledges it once its result is stored, and
+// returns that result. One whose action was cancelled by Stop, or whose
+// result could not be stored, is handed back.
+func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution, action *contracts.JobAction, err error) *contracts.Result {
 	log := w.cfg.Logger
 	delivered := uint64(1)
 	if meta, err := m.Metadata(); err == nil {
@@ -388,7 +480,6 @@ func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution) *contracts.R
 		outcome    actions.Outcome
 		actionType contracts.ActionType
 	)
-	action, err := w.open(exec)
 	switch {
 	case delivered > uint64(w.cfg.MaxDeliveries):
 		outcome = actions.Failure(fmt.Sprintf("The execution was delivered %d times without completing; it is not performed again.", delivered), nil)

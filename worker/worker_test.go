@@ -95,12 +95,21 @@ func (r *recorder) first() time.Time {
 // observer is an Observer that counts what it observes.
 type observer struct {
 	mu       sync.Mutex
+	held     int
+	maxHeld  int
 	started  int
 	finished int
 	skipped  map[string]int
 }
 
 func newObserver() *observer { return &observer{skipped: map[string]int{}} }
+
+func (o *observer) Held(delta int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.held += delta
+	o.maxHeld = max(o.maxHeld, o.held)
+}
 
 func (o *observer) Started() {
 	o.mu.Lock()

@@ -98,10 +98,11 @@ func newServePlannerCommand() *cobra.Command {
 	flags.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claimed occurrence stays with its planner")
 	flags.DurationVar(&cfg.ActionTimeout, "action-timeout", 60*time.Second, "deadline of one attempt of an action")
 	flags.DurationVar(&cfg.EndedRetention, "ended-retention", 60*24*time.Hour, "how long Completed and Faulted jobs are kept before they are deleted")
+	flags.DurationVar(&cfg.PublishAhead, "publish-ahead", defaultPublishAhead, "how far ahead of its due time an execution is published, for the worker to hold until then (at most 500ms); 0 publishes each at its due time, for workers of releases that do not hold executions")
 	vars["redis-url"], vars["api-tokens"], vars["encryption-key-file"] = envRedisURL, envAPITokens, envKeyFile
 	vars["redis-cluster"] = envRedisCluster
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
-	vars["action-timeout"], vars["ended-retention"] = envActionTimeout, envEndedRetention
+	vars["action-timeout"], vars["ended-retention"], vars["publish-ahead"] = envActionTimeout, envEndedRetention, envPublishAhead
 	otlpFlag(flags, vars, &cfg.Tracing.Endpoint)
 	natsFlags(flags, vars, &cfg.NATS)
 	tlsFlags(flags, vars, &cfg.TLSCertFile, &cfg.TLSKeyFile, "the REST API and its endpoints")
@@ -110,6 +111,12 @@ func newServePlannerCommand() *cobra.Command {
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cfg.PublishAhead < 0 {
+			return usage("--publish-ahead must be 0 or more, not %s", cfg.PublishAhead)
+		}
+		if cfg.PublishAhead == 0 {
+			cfg.PublishAhead = -1 // the service's "at the due time"
+		}
 		cfg.Tokens, cfg.Hosts = splitList(tokens), splitList(hosts)
 		key, err := loadKey(keyFile)
 		if err != nil {
@@ -126,6 +133,12 @@ func newServePlannerCommand() *cobra.Command {
 	}
 	return cmd
 }
+
+// The defaults of --publish-ahead (the planner's Lookahead) and --hold.
+const (
+	defaultPublishAhead = 500 * time.Millisecond
+	defaultHold         = 4096
+)
 
 // workerFlags are the flags of the worker's senders that dev shares.
 type workerFlags struct {
@@ -203,12 +216,14 @@ them back after --drain-timeout) and exits.`,
 	vars := commonFlags(flags, &natsURL, &listen, &wc.Limits, &replicas, "127.0.0.1:8081", "/healthz, /readyz and /metrics")
 	flags.StringVar(&keyFile, "encryption-key-file", "", "file holding the planners' base64 encryption key (or the key itself in "+envEncryptionKey+")")
 	flags.IntVar(&wc.Worker.Concurrency, "concurrency", 128, "most actions performed at the same time")
+	flags.IntVar(&wc.Worker.Hold, "hold", defaultHold, "most executions received ahead of their due time held until then beside --concurrency; 0 holds them in the --concurrency slots")
 	flags.DurationVar(&wc.Worker.AckWait, "ack-wait", 90*time.Second, "how long an execution may go unacknowledged before it is delivered again; above the action timeout, and the same on every worker")
 	flags.IntVar(&wc.Worker.MaxDeliveries, "max-deliveries", 5, "deliveries after which an execution is reported failed without being performed again")
 	flags.DurationVar(&wc.Worker.DrainTimeout, "drain-timeout", 30*time.Second, "how long a stopping worker lets the actions in flight finish")
 	flags.StringVar(&wc.Worker.Name, "name", "", "name of the worker in results (default: host name and process id)")
 	vars["encryption-key-file"], vars["concurrency"], vars["ack-wait"] = envKeyFile, envConcurrency, envAckWait
 	vars["max-deliveries"], vars["drain-timeout"], vars["name"] = envMaxDeliveries, envDrainTimeout, envWorkerName
+	vars["hold"] = envHold
 	senders.add(flags, vars, false)
 	otlpFlag(flags, vars, &wc.Tracing.Endpoint)
 	natsFlags(flags, vars, &wc.NATS)
@@ -216,6 +231,12 @@ them back after --drain-timeout) and exits.`,
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if wc.Worker.Hold < 0 {
+			return usage("--hold must be 0 or more, not %d", wc.Worker.Hold)
+		}
+		if wc.Worker.Hold == 0 {
+			wc.Worker.Hold = -1 // the worker's "none beside Concurrency"
+		}
 		cfg, err := senders.config()
 		if err != nil {
 			return err

@@ -77,3 +77,26 @@ func TestServePlannerRejectsAnIncompleteConfiguration(t *testing.T) {
 		}
 	})
 }
+
+// A negative --publish-ahead or --hold stops the role at start with a
+// usage error naming the flag.
+func TestServeRefusesANegativeLeadOrHold(t *testing.T) {
+	t.Setenv(envEncryptionKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	for _, tt := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"planner", []string{"serve", "planner", "--publish-ahead", "-1s"}, "--publish-ahead must be 0 or more, not -1s"},
+		{"worker", []string{"serve", "worker", "--hold", "-5"}, "--hold must be 0 or more, not -5"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := newRootCommand()
+			cmd.SetArgs(tt.args)
+			err := cmd.Execute()
+			if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("err %v (exit %d), want exit %d saying %q", err, exitCode(err), exitUsage, tt.says)
+			}
+		})
+	}
+}

@@ -125,10 +125,11 @@ type benchSystem struct {
 	timer   *timer.Index
 }
 
-// startBench runs a planner with its defaults (500 ms lookahead), the
-// history consumer and the given number of workers, each worker with its
-// own NATS connection and HTTP actions allowed to reach loopback.
-func startBench(b *testing.B, workers int) *benchSystem {
+// startBench runs a planner with its defaults (500 ms lookahead, executions
+// published that far ahead) but for publishAhead, the history consumer and
+// the given number of workers, each worker with its own NATS connection and
+// HTTP actions allowed to reach loopback.
+func startBench(b *testing.B, workers int, publishAhead time.Duration) *benchSystem {
 	b.Helper()
 	ctx := context.Background()
 	ns := testkit.NATS(b)
@@ -147,7 +148,7 @@ func startBench(b *testing.B, workers int) *benchSystem {
 	b.Cleanup(func() { hist.Stop(context.Background()) })
 	p, err := service.Start(ctx, service.Config{
 		NATSURL: ns.ClientURL(), RedisURL: redisURL, RedisPrefix: prefix,
-		Listen: "127.0.0.1:0", EncryptionKey: key, Logger: quiet,
+		Listen: "127.0.0.1:0", EncryptionKey: key, Logger: quiet, PublishAhead: publishAhead,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -251,7 +252,7 @@ func BenchmarkActionsBurst(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
-				s := startBench(b, workers)
+				s := startBench(b, workers, 0)
 				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
 				k := newSink(b, n, func(int) time.Time { return due })
 				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
@@ -266,25 +267,34 @@ func BenchmarkActionsBurst(b *testing.B) {
 }
 
 // BenchmarkActionsSteady: 1,000 one-time HTTP jobs due at each whole second
-// for 30 seconds, with one and with two workers. Reports the calls'
-// lateness, and how long after the last due time every result was
-// processed.
+// for 30 seconds, with one and with two workers, with executions published
+// ahead of their due time and held by the workers until then (the default)
+// and published at it. Reports the calls' lateness, and how long after the
+// last due time every result was processed.
 func BenchmarkActionsSteady(b *testing.B) {
 	const perSecond, seconds = 1000, 30
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			for b.Loop() {
-				s := startBench(b, workers)
-				first := time.Now().Add(25 * time.Second).Truncate(time.Second)
-				due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }
-				k := newSink(b, perSecond*seconds, due)
-				s.importJobs(b, perSecond*seconds, k.URL+"/hook", first, due)
-				k.wait(b, time.Until(first)+seconds*time.Second+5*time.Minute)
-				k.report(b, false)
-				settled := s.waitSettled(b, perSecond*seconds, 5*time.Minute)
-				b.ReportMetric(settled.Sub(due(perSecond*seconds-1)).Seconds(), "s-to-settle")
-				k.check(b)
+	for _, ahead := range []time.Duration{0, -1} {
+		for _, workers := range []int{1, 2} {
+			name := fmt.Sprintf("ahead=500ms/workers=%d", workers)
+			if ahead < 0 {
+				name = fmt.Sprintf("ahead=0/workers=%d", workers)
 			}
-		})
+			b.Run(name, func(b *testing.B) { actionsSteady(b, perSecond, seconds, workers, ahead) })
+		}
+	}
+}
+
+func actionsSteady(b *testing.B, perSecond, seconds, workers int, ahead time.Duration) {
+	for b.Loop() {
+		s := startBench(b, workers, ahead)
+		first := time.Now().Add(25 * time.Second).Truncate(time.Second)
+		due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }
+		k := newSink(b, perSecond*seconds, due)
+		s.importJobs(b, perSecond*seconds, k.URL+"/hook", first, due)
+		k.wait(b, time.Until(first)+time.Duration(seconds)*time.Second+5*time.Minute)
+		k.report(b, false)
+		settled := s.waitSettled(b, perSecond*seconds, 5*time.Minute)
+		b.ReportMetric(settled.Sub(due(perSecond*seconds-1)).Seconds(), "s-to-settle")
+		k.check(b)
 	}
 }

@@ -112,6 +112,7 @@ func TestMetricsMoveWithExecutions(t *testing.T) {
 		`scheduler_history_entries_stored_total{status="Failed"}`:                           3,
 		`scheduler_history_entries_stored_total{status="Completed"}`:                        1,
 		`scheduler_executions_in_flight`:                                                    0,
+		`scheduler_executions_held`:                                                         0,
 		`scheduler_consumer_pending_messages{consumer="history",stream="RESULTS"}`:          0,
 	}
 	var got map[string]float64

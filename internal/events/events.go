@@ -25,7 +25,9 @@ type Dispatched struct {
 	TraceParent string
 	// Claimed is when the planner claimed the attempt, Published when it
 	// handed the execution to JetStream, Stored when JetStream acknowledged
-	// it. Published minus Due is the dispatch lateness.
+	// it. Stored minus Due, when positive, is the dispatch lateness: an
+	// execution published ahead of its due time (up to the planner's
+	// publish lead) is held by the worker until then.
 	Claimed, Published, Stored time.Time
 }
 

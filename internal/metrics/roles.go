@@ -42,7 +42,7 @@ func (r *Registry) Planner() *Planner {
 		p := &Planner{
 			lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 				Namespace: namespace, Name: "dispatch_lateness_seconds",
-				Help:    "How late executions were published on JetStream: publish time minus due time.",
+				Help:    "How late executions were stored on JetStream for the workers: the time JetStream acknowledged them minus their due time, 0 for those stored ahead of it.",
 				Buckets: latencyBuckets,
 			}, []string{"action"}),
 			dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -108,7 +108,7 @@ func (r *Registry) Planner() *Planner {
 // Dispatched observes an execution JetStream stored.
 func (p *Planner) Dispatched(d events.Dispatched) {
 	action := actionLabel(d.Action)
-	p.lateness.WithLabelValues(action).Observe(max(d.Published.Sub(d.Due), 0).Seconds())
+	p.lateness.WithLabelValues(action).Observe(max(d.Stored.Sub(d.Due), 0).Seconds())
 	attempt := "first"
 	if d.Attempt > 0 {
 		attempt = "retry"
@@ -153,6 +153,7 @@ type Worker struct {
 	executions *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	running    prometheus.Gauge
+	held       prometheus.Gauge
 	handedBack prometheus.Counter
 	skipped    *prometheus.CounterVec
 }
@@ -174,6 +175,10 @@ func (r *Registry) Worker() *Worker {
 				Namespace: namespace, Name: "executions_in_flight",
 				Help: "Executions the workers of this process are performing now.",
 			}),
+			held: prometheus.NewGauge(prometheus.GaugeOpts{
+				Namespace: namespace, Name: "executions_held",
+				Help: "Executions the workers of this process received ahead of their due time and hold until it comes.",
+			}),
 			handedBack: prometheus.NewCounter(prometheus.CounterOpts{
 				Namespace: namespace, Name: "executions_handed_back_total",
 				Help: "Executions handed back to JetStream unperformed or without a stored result (a stopping worker, a result not stored); they are delivered again.",
@@ -183,7 +188,7 @@ func (r *Registry) Worker() *Worker {
 				Help: "Deliveries left alone, neither performed nor handed back, by reason: stale (their ack wait may have run out, so another worker may have them) or duplicate (a second delivery of an attempt in flight in the same worker).",
 			}, []string{"reason"}),
 		}
-		r.reg.MustRegister(w.executions, w.duration, w.running, w.handedBack, w.skipped)
+		r.reg.MustRegister(w.executions, w.duration, w.running, w.held, w.handedBack, w.skipped)
 		for _, reason := range []string{"stale", "duplicate"} {
 			w.skipped.WithLabelValues(reason)
 		}
@@ -198,6 +203,10 @@ func (r *Registry) Worker() *Worker {
 	})
 	return r.worker
 }
+
+// Held observes a worker starting (1) or ending (-1) to hold an execution
+// until it is due.
+func (w *Worker) Held(delta int) { w.held.Add(float64(delta)) }
 
 // Started observes a worker starting on an execution.
 func (w *Worker) Started() { w.running.Inc() }

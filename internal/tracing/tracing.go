@@ -124,7 +124,7 @@ func (t *Tracer) Dispatched(d events.Dispatched) {
 			attribute.Int64("scheduler.occurrence", d.Occurrence),
 			attribute.Int("scheduler.attempt", d.Attempt),
 			attribute.String("scheduler.due", d.Due.UTC().Format(time.RFC3339Nano)),
-			attribute.Float64("scheduler.lateness_ms", float64(max(d.Published.Sub(d.Due), 0))/float64(time.Millisecond)),
+			attribute.Float64("scheduler.lateness_ms", float64(max(d.Stored.Sub(d.Due), 0))/float64(time.Millisecond)),
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.destination.name", contracts.ExecStream),
 		))

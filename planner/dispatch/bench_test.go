@@ -236,76 +236,113 @@ func claimCommitCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
 }
 
 // BenchmarkSteady: 5,000 occurrences due every second for 60 seconds, on
-// the real clock; reports the lateness (the time an execution message
-// arrives on NATS minus its due time), and its floor measured in the same
-// run: how long JetStream takes to store one second's 5,000 with nothing
-// else running (floor-ms), with the p99 as a multiple of it.
+// the real clock, with executions published ahead of their due time (the
+// default, for the workers to hold them until then) and at it. Reports the
+// lateness: when an execution was available to the workers (its arrival on
+// NATS, or its due time when it arrived ahead of it) minus its due time;
+// ahead-ms, how long before its due time the last of each second's
+// arrived (the smallest lead, 0 when late); and the floor of publishing at
+// the due time, measured in the same run: how long JetStream takes to
+// store one second's 5,000 with nothing else running (floor-ms), with the
+// p99 as a multiple of it.
 func BenchmarkSteady(b *testing.B) {
 	const perSecond, seconds = 5000, 60
-	for b.Loop() {
-		e := setup(b)
-		e.realClock = true
-		ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
-		base := time.Now().Add(90 * time.Second).Truncate(time.Second)
-		importJobs(b, e, perSecond*seconds, func(i int) string { return oneTimeJob(base.Add(time.Duration(i/perSecond) * time.Second)) })
-		e.planner(b, func(c *Config) { c.Lookahead, c.Batch = 0, 0 }) // the defaults
-		waitLen(b, ix, perSecond*seconds, 85*time.Second)
-		// The floor of each second's lateness: how long JetStream takes to
-		// store one second's occurrences when nothing else runs. The last
-		// of them cannot arrive sooner after its due time.
-		floor := float64(perSecond) / publishCeiling(b, e, base, perSecond) * 1000
-		if time.Now().After(base) {
-			b.Fatalf("the %d jobs were not scheduled before the first was due", perSecond*seconds)
+	for _, ahead := range []time.Duration{0, -1} {
+		name := "ahead=500ms"
+		if ahead < 0 {
+			name = "ahead=0"
 		}
-		// The handler only notes the arrival; decoding afterwards keeps the
-		// subscriber's own work out of the measured lateness.
-		type arrival struct {
-			at   time.Time
-			data []byte
-		}
-		arrivals := make([]arrival, 0, perSecond*seconds)
-		var mu sync.Mutex
-		nc, err := nats.Connect(e.ns.ClientURL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer nc.Close()
-		sub, err := nc.Subscribe(contracts.ExecSubjectPrefix+">", func(m *nats.Msg) {
-			at := time.Now()
-			mu.Lock()
-			arrivals = append(arrivals, arrival{at, m.Data})
-			mu.Unlock()
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				steady(b, perSecond, seconds, ahead)
+			}
 		})
-		if err != nil {
+	}
+}
+
+func steady(b *testing.B, perSecond, seconds int, ahead time.Duration) {
+	e := setup(b)
+	e.realClock = true
+	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	base := time.Now().Add(90 * time.Second).Truncate(time.Second)
+	importJobs(b, e, perSecond*seconds, func(i int) string { return oneTimeJob(base.Add(time.Duration(i/perSecond) * time.Second)) })
+	var cfg Config
+	e.planner(b, func(c *Config) {
+		c.Lookahead, c.Batch, c.PublishAhead = 0, 0, ahead // the defaults, or at the due time
+		cfg = c.withDefaults()
+	})
+	waitLen(b, ix, int64(perSecond*seconds), 85*time.Second)
+	// The floor of each second's lateness when published at the due time:
+	// how long JetStream takes to store one second's occurrences when
+	// nothing else runs. The last of them cannot arrive sooner after its
+	// due time.
+	floor := float64(perSecond) / publishCeiling(b, e, base, perSecond) * 1000
+	if time.Now().After(base) {
+		b.Fatalf("the %d jobs were not scheduled before the first was due", perSecond*seconds)
+	}
+	// The handler only notes the arrival; decoding afterwards keeps the
+	// subscriber's own work out of the measured lateness.
+	type arrival struct {
+		at   time.Time
+		data []byte
+	}
+	arrivals := make([]arrival, 0, perSecond*seconds)
+	var mu sync.Mutex
+	nc, err := nats.Connect(e.ns.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.Subscribe(contracts.ExecSubjectPrefix+">", func(m *nats.Msg) {
+		at := time.Now()
+		mu.Lock()
+		arrivals = append(arrivals, arrival{at, m.Data})
+		mu.Unlock()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub.SetPendingLimits(-1, -1)
+	testkit.Eventually(b, time.Until(base)+time.Duration(seconds)*time.Second+time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(arrivals) >= perSecond*seconds
+	}, "not all occurrences arrived")
+	mu.Lock()
+	late := make([]time.Duration, 0, len(arrivals))
+	lead := map[time.Time]time.Duration{} // each second's smallest lead
+	for _, a := range arrivals {
+		var x contracts.Execution
+		if err := json.Unmarshal(a.data, &x); err != nil {
 			b.Fatal(err)
 		}
-		sub.SetPendingLimits(-1, -1)
-		testkit.Eventually(b, time.Until(base)+seconds*time.Second+time.Minute, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(arrivals) >= perSecond*seconds
-		}, "not all occurrences arrived")
-		mu.Lock()
-		late := make([]time.Duration, 0, len(arrivals))
-		for _, a := range arrivals {
-			var x contracts.Execution
-			if err := json.Unmarshal(a.data, &x); err != nil {
-				b.Fatal(err)
-			}
-			if a.at.Before(x.ExpectedTime) {
-				b.Fatalf("%s published %s before it was due", x.OccurrenceKey, x.ExpectedTime.Sub(a.at))
-			}
-			late = append(late, a.at.Sub(x.ExpectedTime))
+		due := x.ExpectedTime
+		if !x.NotBefore.Equal(due) {
+			b.Fatalf("%s carries notBefore %s, want its due time %s", x.OccurrenceKey, x.NotBefore, due)
 		}
-		mu.Unlock()
-		slices.Sort(late)
-		pct := func(p float64) float64 { return float64(late[int(p*float64(len(late)-1))]) / float64(time.Millisecond) }
-		b.ReportMetric(pct(0.50), "p50-late-ms")
-		b.ReportMetric(pct(0.99), "p99-late-ms")
-		b.ReportMetric(pct(1), "max-late-ms")
-		b.ReportMetric(floor, "floor-ms")
-		b.ReportMetric(pct(0.99)/floor, "p99-of-floor")
+		if early := due.Sub(a.at); early > max(cfg.PublishAhead, 0) {
+			b.Fatalf("%s published %s before it was due, more than the lead of %s", x.OccurrenceKey, early, max(cfg.PublishAhead, 0))
+		}
+		late = append(late, max(a.at.Sub(due), 0))
+		if l, ok := lead[due]; !ok || due.Sub(a.at) < l {
+			lead[due] = due.Sub(a.at)
+		}
 	}
+	mu.Unlock()
+	slices.Sort(late)
+	leads := make([]time.Duration, 0, len(lead))
+	for _, l := range lead {
+		leads = append(leads, max(l, 0))
+	}
+	slices.Sort(leads)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	pct := func(p float64) float64 { return ms(late[int(p*float64(len(late)-1))]) }
+	b.ReportMetric(pct(0.50), "p50-late-ms")
+	b.ReportMetric(pct(0.99), "p99-late-ms")
+	b.ReportMetric(pct(1), "max-late-ms")
+	b.ReportMetric(ms(leads[len(leads)/2]), "ahead-ms")
+	b.ReportMetric(floor, "floor-ms")
+	b.ReportMetric(pct(0.99)/floor, "p99-of-floor")
 }
 
 // BenchmarkMillionJobs: 1,000,000 scheduled jobs; reports how long a planner

@@ -25,9 +25,11 @@ import (
 //
 // Three goroutines make a pipeline, so that Redis and JetStream work side
 // by side: the dispatch loop claims a batch and builds its messages; the
-// publisher publishes each at its due time; the settler waits for
+// publisher publishes each when its time comes; the settler waits for
 // JetStream's acknowledgements in the order of publication and commits the
-// stored attempts in batches. The loop claims the next batch while the
+// stored attempts in batches. An attempt is published up to
+// Config.PublishAhead before it is due, carrying its due time, which the
+// worker that takes it waits for. The loop claims the next batch while the
 // publisher publishes the last. At most publishWindow acknowledgements are
 // awaited at once, JetStream's limit on pending ones, so a publish never
 // stalls.
@@ -61,8 +63,8 @@ type Dispatcher struct {
 	// unsettled and no failure came meanwhile.
 	unsettled atomic.Int64
 	failures  atomic.Int64
-	// publishing is set while the publisher publishes a batch that is
-	// due: the settler then leaves its commits for later, so as not to
+	// publishing is set while the publisher publishes a batch whose time
+	// has come: the settler then leaves its commits for later, so as not to
 	// take from the publisher the time the last of the batch wait for.
 	// paused tells the settler that publishing was cleared.
 	publishing atomic.Bool
@@ -305,8 +307,14 @@ func (d *Dispatcher) skip(ctx context.Context, c timer.Claim, next *timer.Entry)
 	return d.ix.Commit(ctx, c, next)
 }
 
-// publish publishes each attempt handed over at its due time, never
-// earlier, and passes it on to the settler. It returns when ctx ends,
+// publishAt is when an attempt due at due is published: ahead of it by
+// ahead (Config.PublishAhead), at its due time when ahead is negative.
+func publishAt(due time.Time, ahead time.Duration) time.Time {
+	return due.Add(-max(ahead, 0))
+}
+
+// publish publishes each attempt handed over at its time (publishAt),
+// never earlier, and passes it on to the settler. It returns when ctx ends,
 // leaving what it holds claimed: the lease expiry returns it to the due set.
 func (d *Dispatcher) publish(ctx context.Context) {
 	for {
@@ -318,9 +326,9 @@ func (d *Dispatcher) publish(ctx context.Context) {
 		}
 		var errs []error
 		for _, p := range batch {
-			if d.cfg.Now().Before(p.claim.Due) {
+			if at := publishAt(p.claim.Due, d.cfg.PublishAhead); d.cfg.Now().Before(at) {
 				d.pause()
-				if d.waitUntil(ctx, p.claim.Due) != nil {
+				if d.waitUntil(ctx, at) != nil {
 					return
 				}
 			}
@@ -489,7 +497,7 @@ func (d *Dispatcher) commit(ctx context.Context, stored []pending, failures []er
 }
 
 // waitUntil returns when the clock reaches at, so that no execution is
-// published before it is due.
+// published before its time.
 func (d *Dispatcher) waitUntil(ctx context.Context, at time.Time) error {
 	wait := at.Sub(d.cfg.Now())
 	if wait <= 0 {

@@ -67,9 +67,15 @@ type Config struct {
 	CatchUpPace time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
 	// and their messages built, so that thousands due at the same second are
-	// ready when it comes. Each is still published at its due time, never
-	// earlier. Defaults to 500ms.
+	// ready when it comes. Defaults to 500ms.
 	Lookahead time.Duration
+	// PublishAhead is how far ahead of its due time an execution is
+	// published, at most Lookahead: JetStream stores the thousands due at
+	// one second before it comes, and a worker holds each execution until
+	// the due time it carries (Execution.NotBefore), never performing it
+	// earlier. Defaults to Lookahead; negative publishes each at its due
+	// time, for workers of releases that do not hold executions.
+	PublishAhead time.Duration
 	// Replicas of the EXEC stream and the follow-ups bucket. Defaults to 1.
 	Replicas int
 	// EndedRetention is how long a Completed or Faulted job is kept before
@@ -102,6 +108,7 @@ func (c Config) withDefaults() Config {
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
 	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
+	c.PublishAhead = min(cmp.Or(c.PublishAhead, c.Lookahead), c.Lookahead)
 	c.CatchUpPace = cmp.Or(c.CatchUpPace, time.Second)
 	c.StallAfter = cmp.Or(c.StallAfter, max(10*time.Second, 2*(c.PublishTimeout+c.MaxIdle)+c.Lookahead))
 	c.Replicas = cmp.Or(c.Replicas, 1)

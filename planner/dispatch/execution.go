@@ -111,7 +111,7 @@ func buildExecution(sealer *seal.Sealer, c timer.Claim, j store.Job, now time.Ti
 	exec := contracts.Execution{
 		Version: contracts.MessageVersion, OccurrenceID: id, OccurrenceKey: key,
 		Job: j.Ref, ActionName: c.Action, Occurrence: c.Occurrence, Attempt: c.Attempt,
-		ExpectedTime: c.Expected.UTC(), DispatchedAt: now.UTC(), Action: sealed,
+		ExpectedTime: c.Expected.UTC(), DispatchedAt: now.UTC(), NotBefore: c.Due.UTC(), Action: sealed,
 		Timeout: contracts.MillisOf(timeout), Revision: c.Revision,
 		LastAttempt:    contracts.LastAttempt(c.Attempt, j.Properties.Action.RetryPolicyOf(c.Action)),
 		LastOccurrence: last,
@@ -154,6 +154,11 @@ func appendExecution(b []byte, x *contracts.Execution) ([]byte, error) {
 	}
 	if b, err = appendJSONTime(append(b, `,"dispatchedAt":`...), x.DispatchedAt); err != nil {
 		return nil, err
+	}
+	if !x.NotBefore.IsZero() {
+		if b, err = appendJSONTime(append(b, `,"notBefore":`...), x.NotBefore); err != nil {
+			return nil, err
+		}
 	}
 	b = append(b, `,"action":`...)
 	if x.Action == nil {

@@ -96,6 +96,7 @@ func TestAppendExecutionEncodesAsJSONMarshal(t *testing.T) {
 			x.Job.Job, x.Job.Collection, x.OccurrenceKey = `a"b\c`, "<jc>&é\u2028\x01", "k\t"
 		}},
 		{"no action", func(x *contracts.Execution) { x.Action = nil }},
+		{"a due time to hold it until", func(x *contracts.Execution) { x.NotBefore = at.Add(250 * time.Millisecond) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := base

@@ -126,9 +126,12 @@ type Config struct {
 	// it is deleted. Defaults to 60 days.
 	EndedRetention time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
-	// and their messages built (each is still published when due).
-	// Defaults to 500ms.
+	// and their messages built. Defaults to 500ms.
 	Lookahead time.Duration
+	// PublishAhead is how far ahead of its due time an execution is
+	// published, at most Lookahead; the worker holds it until it is due.
+	// Defaults to Lookahead; negative publishes each at its due time.
+	PublishAhead time.Duration
 	// MaxIdle is the longest the dispatcher waits between looks at the
 	// timer. Defaults to 1s.
 	MaxIdle time.Duration
@@ -314,7 +317,7 @@ func (s *Service) start(ctx context.Context) error {
 	dc := dispatch.Config{
 		Lease: cfg.Lease, Replicas: cfg.Replicas, Sealer: sealer, Logger: cfg.Logger,
 		ActionTimeout: cfg.ActionTimeout, EndedRetention: cfg.EndedRetention, History: hist,
-		Lookahead: cfg.Lookahead, MaxIdle: cfg.MaxIdle, PublishTimeout: cfg.PublishTimeout, Now: cfg.Now, Observer: observers,
+		Lookahead: cfg.Lookahead, PublishAhead: cfg.PublishAhead, MaxIdle: cfg.MaxIdle, PublishTimeout: cfg.PublishTimeout, Now: cfg.Now, Observer: observers,
 	}
 	if s.engine, err = dispatch.New(js, st, followUps, ix, dc); err != nil {
 		return err

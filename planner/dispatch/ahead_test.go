@@ -1,0 +1,107 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+)
+
+// An execution is published up to PublishAhead before it is due, carrying
+// its due time for the worker to hold it until then; with PublishAhead
+// negative it is published at its due time. On the real clock, with a lead
+// of seconds, so that the test does not depend on how busy the machine is.
+func TestExecutionsArePublishedAheadCarryingTheirDueTime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		ahead time.Duration
+	}{
+		{"ahead", 2 * time.Second},
+		{"at the due time", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.realClock = true
+			nc, err := nats.Connect(e.ns.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			type arrival struct {
+				at   time.Time
+				data []byte
+			}
+			var (
+				mu       sync.Mutex
+				arrivals []arrival
+			)
+			if _, err := nc.Subscribe(contracts.ExecSubjectPrefix+">", func(m *nats.Msg) {
+				mu.Lock()
+				defer mu.Unlock()
+				arrivals = append(arrivals, arrival{time.Now(), m.Data})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			due := time.Now().Add(7 * time.Second).Truncate(time.Second)
+			e.addJob(t, "once", oneTimeJob(due))
+			e.planner(t, func(c *Config) { c.Lookahead, c.PublishAhead = 3*time.Second, tc.ahead })
+
+			testkit.Eventually(t, time.Until(due)+30*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(arrivals) > 0
+			}, "no execution was published")
+			mu.Lock()
+			a := arrivals[0]
+			mu.Unlock()
+			var x contracts.Execution
+			if err := json.Unmarshal(a.data, &x); err != nil {
+				t.Fatal(err)
+			}
+			if !x.NotBefore.Equal(due) || !x.ExpectedTime.Equal(due) {
+				t.Fatalf("notBefore %s, expectedTime %s; want both the due time %s", x.NotBefore, x.ExpectedTime, due)
+			}
+			if x.DispatchedAt.Before(due.Add(-3 * time.Second)) {
+				t.Errorf("claimed at %s, more than the lookahead before %s", x.DispatchedAt, due)
+			}
+			if tc.ahead < 0 {
+				if a.at.Before(due) {
+					t.Errorf("published %s before its due time, with PublishAhead negative", due.Sub(a.at))
+				}
+				return
+			}
+			if !a.at.Before(due) || a.at.Before(due.Add(-tc.ahead)) {
+				t.Errorf("published at %s, want within %s before its due time %s", a.at, tc.ahead, due)
+			}
+		})
+	}
+}
+
+// PublishAhead defaults to the lookahead, and is never more.
+func TestPublishAheadIsAtMostTheLookahead(t *testing.T) {
+	for _, tc := range []struct{ lookahead, ahead, want time.Duration }{
+		{0, 0, 500 * time.Millisecond},
+		{2 * time.Second, 0, 2 * time.Second},
+		{time.Second, 5 * time.Second, time.Second},
+		{time.Second, 200 * time.Millisecond, 200 * time.Millisecond},
+		{time.Second, -1, -1},
+	} {
+		got := Config{Lookahead: tc.lookahead, PublishAhead: tc.ahead}.withDefaults().PublishAhead
+		if got != tc.want {
+			t.Errorf("Lookahead %s, PublishAhead %s: got %s, want %s", tc.lookahead, tc.ahead, got, tc.want)
+		}
+		if at := publishAt(t0, got); at.After(t0) || t0.Sub(at) != max(got, 0) {
+			t.Errorf("publishAt(due, %s) = due - %s", got, t0.Sub(at))
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/testkit"
+)
+
+// An execution received ahead of its due time is held until then and
+// performed at it, never earlier; its result starts no earlier either.
+func TestAnExecutionReceivedAheadIsPerformedAtItsDueTime(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	rec, obs := newRecorder(), newObserver()
+	e.worker(t, rec, func(c *Config) { c.Observer = obs })
+	due := time.Now().Add(time.Second)
+	e.execution(t, 1, func(x *contracts.Execution) { x.NotBefore = due })
+
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.results(t)) == 1 }, "no result")
+	if at := rec.first(); at.Before(due) {
+		t.Fatalf("performed %s before its due time", due.Sub(at))
+	}
+	if r := e.results(t)[0].Data; r.StartTime.Before(due) {
+		t.Errorf("the result starts at %s, before the due time %s", r.StartTime, due)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.maxHeld != 1 || obs.held != 0 {
+		t.Errorf("held at most %d, %d still held; want 1 and 0", obs.maxHeld, obs.held)
+	}
+}
+
+// A worker holds executions due later beside its Concurrency, up to Hold,
+// so that those due at one instant are all in hand when it comes; with no
+// Hold, they wait in its Concurrency slots.
+func TestAWorkerHoldsExecutionsDueLaterBesideItsConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		hold     int
+		wantHeld int
+	}{
+		{"with a hold of 8", 8, 5},
+		{"with no hold", -1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.ensureStreams(t)
+			rec, obs := newRecorder(), newObserver()
+			w, _ := e.worker(t, rec, func(c *Config) { c.Observer, c.Concurrency, c.Hold = obs, 1, tc.hold })
+			due := time.Now().Add(2 * time.Second)
+			for i := range 5 {
+				e.execution(t, i+1, func(x *contracts.Execution) { x.NotBefore = due })
+			}
+			testkit.Eventually(t, 20*time.Second, func() bool { return len(e.results(t)) == 5 }, "not every execution was performed")
+			rec.mu.Lock()
+			for i, at := range rec.at {
+				if at.Before(due) {
+					t.Errorf("attempt %d performed %s before its due time", i, due.Sub(at))
+				}
+			}
+			rec.mu.Unlock()
+			obs.mu.Lock()
+			if obs.maxHeld != tc.wantHeld {
+				t.Errorf("held at most %d at once, want %d", obs.maxHeld, tc.wantHeld)
+			}
+			obs.mu.Unlock()
+			if n := len(w.holds); n != 0 {
+				t.Errorf("%d hold tokens still taken", n)
+			}
+		})
+	}
+}
+
+// A stopping worker hands back at once what it holds, without waiting for
+// its drain timeout, and another worker performs it at its due time.
+func TestAStoppingWorkerHandsBackWhatItHolds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	first, obs := newRecorder(), newObserver()
+	w, _ := e.worker(t, first, func(c *Config) { c.Observer, c.DrainTimeout = obs, time.Minute })
+	due := time.Now().Add(5 * time.Second)
+	e.execution(t, 1, func(x *contracts.Execution) { x.NotBefore = due })
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.held == 1
+	}, "the worker did not hold the execution")
+
+	stopped := make(chan struct{})
+	go func() {
+		w.Stop(context.Background())
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop waited for a held execution instead of handing it back")
+	}
+	second := newRecorder()
+	e.worker(t, second, nil)
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(e.results(t)) == 1 }, "the execution handed back was not performed")
+	if first.count() != 0 {
+		t.Errorf("the stopped worker performed it")
+	}
+	if at := second.first(); at.Before(due) {
+		t.Errorf("performed %s before its due time", due.Sub(at))
+	}
+}
