@@ -34,26 +34,35 @@ func newToken() string { return rand.Text()[:tokenLen] }
 //
 // Returns {examined, packed entry...}: the number of due ids looked at,
 // then each claimed entry with its token and due time, earliest first.
+// Each Redis command takes every entry of the call at once.
 var claimScript = redis.NewScript(luaLib + `
 local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3], 'WITHSCORES')
-local out = {#due / 2}
-for i = 1, #due, 2 do
-  local id = due[i]
-  local v = redis.call('HGET', KEYS[3], id)
-  local _, rest
+local n = #due / 2
+local out = {n}
+if n == 0 then return out end
+local ids = {}
+for i = 1, n do ids[i] = due[2 * i - 1] end
+local values = redis.call('HMGET', KEYS[3], unpack(ids))
+local states, leases = {}, {}
+for i = 1, n do
+  local id, v, rest = ids[i], values[i], nil
   if v then
-    _, _, rest = parse(v)
+    rest = select(3, parse(v))
   end
   if rest then
-    v = ARGV[4] .. '|' .. string.format('%.0f', tonumber(due[i + 1])) .. '|' .. rest
-    redis.call('HSET', KEYS[3], id, v)
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[2], ARGV[2], id)
+    v = ARGV[4] .. '|' .. string.format('%.0f', tonumber(due[2 * i])) .. '|' .. rest
+    states[#states + 1], states[#states + 2] = id, v
+    leases[#leases + 1], leases[#leases + 2] = ARGV[2], id
     out[#out + 1] = v
   else
     drop(id)
     remove_slot(id)
   end
+end
+redis.call('ZREM', KEYS[1], unpack(ids))
+if #states > 0 then
+  redis.call('HSET', KEYS[3], unpack(states))
+  redis.call('ZADD', KEYS[2], unpack(leases))
 end
 return out
 `)
@@ -189,35 +198,45 @@ func scriptResult(res []any) (int, []string, error) {
 	return int(n), values, nil
 }
 
-// commitScript ends a claim: when the entry still carries the claim token it
-// leaves the in-flight set and is replaced by the next entry (in the same
-// slot or another of the same job), or deleted when there is none. A claim
-// of the job's schedule advances the job's status to its occurrence.
+// commitScript ends claims of one partition: each entry that still carries
+// its claim token leaves the in-flight set and is replaced by the next entry
+// (in the same slot or another of the same job), or deleted when there is
+// none. A claim of the job's schedule advances the job's status to its
+// occurrence. It takes the claims in groups of commitArgs arguments:
 //
 //	KEYS[1..5] the partition's keys (see luaLib)
-//	ARGV[1]    claimed entry id
-//	ARGV[2]    claim token
-//	ARGV[3]    next entry id, "" for none
-//	ARGV[4]    next due (unix ms)
-//	ARGV[5]    next packed entry
-//	ARGV[6]    the claimed occurrence number, "" when not of the schedule
-//	ARGV[7]    its expected time (unix ms)
+//	ARGV[i]    claimed entry id
+//	ARGV[i+1]  claim token
+//	ARGV[i+2]  next entry id, "" for none
+//	ARGV[i+3]  next due (unix ms)
+//	ARGV[i+4]  next packed entry
+//	ARGV[i+5]  the claimed occurrence number, "" when not of the schedule
+//	ARGV[i+6]  its expected time (unix ms)
 //
-// Returns 1 when committed, 0 when the claim was no longer current.
+// Returns how many were committed; the others were no longer current.
 var commitScript = redis.NewScript(luaLib + `
-if not claimed(ARGV[1], ARGV[2]) then return 0 end
-if ARGV[3] ~= ARGV[1] then
-  drop(ARGV[1])
-  remove_slot(ARGV[1])
+local n = 0
+for i = 1, #ARGV, 7 do
+  local id, next = ARGV[i], ARGV[i + 2]
+  if claimed(id, ARGV[i + 1]) then
+    if next ~= id then
+      drop(id)
+      remove_slot(id)
+    end
+    if next ~= '' then
+      put(next, ARGV[i + 3], ARGV[i + 4])
+    end
+    if ARGV[i + 5] ~= '' then
+      advance(string.sub(id, 1, JOB_ID_LEN), ARGV[i + 5], ARGV[i + 6])
+    end
+    n = n + 1
+  end
 end
-if ARGV[3] ~= '' then
-  put(ARGV[3], ARGV[4], ARGV[5])
-end
-if ARGV[6] ~= '' then
-  advance(string.sub(ARGV[1], 1, JOB_ID_LEN), ARGV[6], ARGV[7])
-end
-return 1
+return n
 `)
+
+// commitArgs is how many arguments each claim takes in commitScript.
+const commitArgs = 7
 
 // Commit ends claim c after its execution was published: it stores next (an
 // entry of the same job, in c's slot or another, replacing what is there as
@@ -226,9 +245,9 @@ return 1
 // committed already) Commit does nothing and returns nil: the newer state
 // stays.
 func (ix *Index) Commit(ctx context.Context, c Claim, next *Entry) error {
-	call, err := ix.commitCall(c, next)
+	args, err := commitArgsOf(c, next)
 	if err == nil {
-		err = ix.runAll(ctx, commitScript, []scriptCall{call})
+		err = ix.runAll(ctx, commitScript, []scriptCall{{keys: ix.keysOf(c.JobKey), args: args}})
 	}
 	if err != nil {
 		return fmt.Errorf("committing %s: %w", c.name(), err)
@@ -243,18 +262,22 @@ type Completion struct {
 	Next *Entry
 }
 
-// CommitAll commits many claims in pipelines, as Commit does one: a planner
-// that published a batch of executions commits the batch in a few round
-// trips. It checks every completion before committing any; on a Redis error
-// some may be committed and others not, and calling it again is safe.
+// CommitAll commits many claims, as Commit does one: a planner that
+// published a batch of executions commits the batch in a few calls of
+// Batch claims each, sent in pipelines. It checks every completion before
+// committing any; on a Redis error some may be committed and others not,
+// and calling it again is safe.
 func (ix *Index) CommitAll(ctx context.Context, completions []Completion) error {
-	calls := make([]scriptCall, len(completions))
-	for i, d := range completions {
-		call, err := ix.commitCall(d.Claim, d.Next)
+	calls, err := ix.partitionCalls(len(completions), commitArgs, func(i int) (string, []any, error) {
+		d := completions[i]
+		args, err := commitArgsOf(d.Claim, d.Next)
 		if err != nil {
-			return fmt.Errorf("committing %s: %w", d.Claim.name(), err)
+			return "", nil, fmt.Errorf("committing %s: %w", d.Claim.name(), err)
 		}
-		calls[i] = call
+		return d.Claim.JobKey, args, nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := ix.runAll(ctx, commitScript, calls); err != nil {
 		return fmt.Errorf("committing %d claims: %w", len(completions), err)
@@ -262,10 +285,10 @@ func (ix *Index) CommitAll(ctx context.Context, completions []Completion) error 
 	return nil
 }
 
-// commitCall returns the commitScript call that commits c with next.
-func (ix *Index) commitCall(c Claim, next *Entry) (scriptCall, error) {
+// commitArgsOf returns the commitScript arguments that commit c with next.
+func commitArgsOf(c Claim, next *Entry) ([]any, error) {
 	if c.Token == "" {
-		return scriptCall{}, errNoToken
+		return nil, errNoToken
 	}
 	args := []any{entryID(c.JobKey, c.Slot), c.Token, "", "", "", "", ""}
 	if c.Slot == "" && c.Occurrence > 0 {
@@ -273,14 +296,14 @@ func (ix *Index) commitCall(c Claim, next *Entry) (scriptCall, error) {
 	}
 	if next != nil {
 		if err := next.validate(); err != nil {
-			return scriptCall{}, fmt.Errorf("next entry: %w", err)
+			return nil, fmt.Errorf("next entry: %w", err)
 		}
 		if next.JobKey != c.JobKey {
-			return scriptCall{}, fmt.Errorf("the next entry belongs to another job, %q", next.JobKey)
+			return nil, fmt.Errorf("the next entry belongs to another job, %q", next.JobKey)
 		}
 		args[2], args[3], args[4] = entryID(next.JobKey, next.Slot), next.Due.UnixMilli(), next.pack()
 	}
-	return scriptCall{keys: ix.keysOf(c.JobKey), args: args}, nil
+	return args, nil
 }
 
 var errNoToken = errors.New("the claim has no token")

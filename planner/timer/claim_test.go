@@ -340,6 +340,31 @@ func TestCommit(t *testing.T) {
 		}
 	})
 
+	t.Run("CommitAll commits the current claims of a batch and leaves the others", func(t *testing.T) {
+		t.Parallel()
+		ix, b := setup(t, Config{Partitions: 1})
+		mustSchedule(t, ix, entry("a", "", t0), entry("b", "", t0), entry("c", "", t0))
+		claims := mustClaim(t, ix, t0, 100)
+		// b is scheduled again while claimed: its claim is no longer
+		// current, and its new entry must stay.
+		again := entry("b", "", t0.Add(2*time.Hour))
+		mustSchedule(t, ix, again)
+		completions := make([]Completion, len(claims))
+		for i, c := range claims {
+			next := entry(c.JobKey[len("sub/rg/coll/"):], "", t0.Add(time.Hour))
+			completions[i] = Completion{Claim: c, Next: &next}
+		}
+		if err := ix.CommitAll(b.ctx, completions); err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]time.Time{"a": t0.Add(time.Hour), "b": again.Due, "c": t0.Add(time.Hour)} {
+			got, ok := mustGet(t, ix, "sub/rg/coll/"+name, "")
+			if !ok || !got.Due.Equal(want) {
+				t.Errorf("%s is due at %v (present %v), want %v", name, got.Due, ok, want)
+			}
+		}
+	})
+
 	t.Run("CommitAll commits nothing when one completion is invalid", func(t *testing.T) {
 		t.Parallel()
 		ix, b := setup(t, Config{})

@@ -112,17 +112,32 @@ func (ix *Index) schedule(ctx context.Context, entries []Entry) error {
 // entryCalls groups entries by partition into the calls of a script that
 // takes (id, due, packed entry) triples, at most Batch entries a call.
 func (ix *Index) entryCalls(entries []Entry) ([]scriptCall, error) {
-	args := make([][]any, ix.cfg.Partitions)
-	for _, e := range entries {
+	return ix.partitionCalls(len(entries), 3, func(i int) (string, []any, error) {
+		e := entries[i]
 		if err := e.validate(); err != nil {
-			return nil, fmt.Errorf("entry %s: %w", e.name(), err)
+			return "", nil, fmt.Errorf("entry %s: %w", e.name(), err)
 		}
-		p := partitionOf(e.JobKey, ix.cfg.Partitions)
-		args[p] = append(args[p], entryID(e.JobKey, e.Slot), e.Due.UnixMilli(), e.pack())
+		return e.JobKey, []any{entryID(e.JobKey, e.Slot), e.Due.UnixMilli(), e.pack()}, nil
+	})
+}
+
+// partitionCalls groups n items by the partition of their job into the
+// calls of a script that takes each item's width arguments one after the
+// other, at most Batch items a call. item returns the job and the
+// arguments of item i; its error stops the grouping.
+func (ix *Index) partitionCalls(n, width int, item func(i int) (jobKey string, args []any, err error)) ([]scriptCall, error) {
+	args := make([][]any, ix.cfg.Partitions)
+	for i := range n {
+		jobKey, a, err := item(i)
+		if err != nil {
+			return nil, err
+		}
+		p := partitionOf(jobKey, ix.cfg.Partitions)
+		args[p] = append(args[p], a...)
 	}
 	var calls []scriptCall
 	for p, a := range args {
-		for chunk := range slices.Chunk(a, 3*ix.cfg.Batch) {
+		for chunk := range slices.Chunk(a, width*ix.cfg.Batch) {
 			calls = append(calls, scriptCall{keys: ix.parts[p], args: chunk})
 		}
 	}
