@@ -2,9 +2,11 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jobscheduler/scheduler/actions"
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
@@ -111,5 +113,122 @@ func TestAStoppingWorkerHandsBackWhatItHolds(t *testing.T) {
 	}
 	if at := second.first(); at.Before(due) {
 		t.Errorf("performed %s before its due time", due.Sub(at))
+	}
+}
+
+// streamCounter is a Sender that notes, at each call, how many results
+// RESULTS holds; the first call waits for release.
+type streamCounter struct {
+	t       *testing.T
+	e       *env
+	release chan struct{}
+	mu      sync.Mutex
+	seen    []uint64
+}
+
+func (s *streamCounter) Send(ctx context.Context, _ *contracts.JobAction, _ actions.Attempt) actions.Outcome {
+	st, err := s.e.js.Stream(ctx, contracts.ResultsStream)
+	if err != nil {
+		s.t.Error(err)
+		return actions.Failure("no stream", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		s.t.Error(err)
+		return actions.Failure("no stream info", err)
+	}
+	s.mu.Lock()
+	s.seen = append(s.seen, info.State.Msgs)
+	first := len(s.seen) == 1
+	s.mu.Unlock()
+	if first {
+		<-s.release
+	}
+	return actions.Outcome{Succeeded: true, StatusCode: 200}
+}
+
+func (s *streamCounter) Close() error { return nil }
+
+// The executions held until one due time go first: the result of one
+// already performed waits, without its slot, until the others due with it
+// were sent, so that the calls due now are not slowed by the work each
+// result causes.
+func TestResultsWaitForTheExecutionsDueNow(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	sender := &streamCounter{t: t, e: e, release: make(chan struct{})}
+	obs := newObserver()
+	e.worker(t, sender, func(c *Config) { c.Observer, c.Concurrency, c.Hold = obs, 1, 8 })
+	due := time.Now().Add(1500 * time.Millisecond)
+	for i := range 3 {
+		e.execution(t, i+1, func(x *contracts.Execution) { x.NotBefore = due })
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		sender.mu.Lock()
+		defer sender.mu.Unlock()
+		return len(sender.seen) == 1
+	}, "the first execution was not performed")
+	close(sender.release)
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.results(t)) == 3 }, "not every result was stored")
+	sender.mu.Lock()
+	defer sender.mu.Unlock()
+	for i, n := range sender.seen {
+		if n != 0 {
+			t.Errorf("call %d found %d results stored: a result went before an execution due with it", i+1, n)
+		}
+	}
+}
+
+// jumpingClock reads the real time plus an offset that jump adds to: a
+// worker paused for that long, as far as its ack waits go.
+type jumpingClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *jumpingClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *jumpingClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// heldObserver jumps its clock the first time the worker holds an
+// execution.
+type heldObserver struct {
+	*observer
+	clock *jumpingClock
+	by    time.Duration
+	once  sync.Once
+}
+
+func (o *heldObserver) Held(delta int) {
+	if delta > 0 {
+		o.once.Do(func() { o.clock.jump(o.by) })
+	}
+	o.observer.Held(delta)
+}
+
+// A worker paused while it held an execution past the execution's ack
+// wait does not perform it once due: JetStream may have delivered it to
+// another worker meanwhile. It skips it as stale.
+func TestAnExecutionHeldPastItsAckWaitIsSkipped(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	rec := newRecorder()
+	clock := &jumpingClock{}
+	obs := &heldObserver{observer: newObserver(), clock: clock, by: 10 * time.Second}
+	e.worker(t, rec, func(c *Config) { c.Observer, c.AckWait, c.clock = obs, 3*time.Second, clock.now })
+	e.execution(t, 1, func(x *contracts.Execution) { x.NotBefore = time.Now().Add(500 * time.Millisecond) })
+	testkit.Eventually(t, 10*time.Second, func() bool { return obs.skips(SkipStale) == 1 }, "the execution was not skipped as stale")
+	if rec.count() != 0 {
+		t.Errorf("performed %d times after its ack wait may have run out", rec.count())
 	}
 }

@@ -32,8 +32,9 @@ type Config struct {
 	Sealer *seal.Sealer
 	// Concurrency is the most actions performed at the same time; the
 	// worker never holds more executions than that, pulled or performed,
-	// but for those it holds until they are due (see Hold). Defaults to
-	// 128.
+	// but for those it holds until they are due (see Hold) and those whose
+	// result waits for the executions due now (at most Concurrency + Hold,
+	// see report). Defaults to 128.
 	Concurrency int
 	// Hold is the most executions received ahead of their due time
 	// (Execution.NotBefore) the worker holds until then beside the
@@ -177,7 +178,12 @@ type Worker struct {
 	slots chan struct{}
 	// holds holds one token per execution held until it is due without a
 	// slot; at most Hold.
-	holds    chan struct{}
+	holds chan struct{}
+	// due counts the executions held until their due time that came due
+	// and were not sent yet; reports holds a token for each result that
+	// waits for them without a slot (see report).
+	due      gate
+	reports  chan struct{}
 	flights  flights
 	inFlight sync.WaitGroup
 	// stopPull ends the pull loop; pulled is closed once it has ended.
@@ -236,6 +242,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 		return nil, nil, fmt.Errorf("creating the %s consumer: %w", contracts.WorkersConsumer, err)
 	}
 	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
+		reports: make(chan struct{}, cfg.Concurrency+cfg.Hold),
 		flights: flights{byID: map[string]*flight{}}, stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
 	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -248,7 +255,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
 	w.inFlight.Add(1)
 	go func() {
-		d := &delivery{Msg: m, pulledAt: pulledAt, slot: true}
+		d := &delivery{Msg: m, pulledAt: pulledAt, slot: true, renewed: pulledAt}
 		defer func() {
 			if d.slot {
 				<-w.slots
@@ -265,8 +272,39 @@ type delivery struct {
 	// pulledAt is when the pull request it answers was sent.
 	pulledAt time.Time
 	// slot is whether it holds one of the worker's slots; it does not
-	// while it is held until due with a hold token instead.
+	// while it is held until due with a hold token instead, nor while its
+	// result waits with a report token (see report).
 	slot bool
+	// due is whether it was held until its due time and counts among the
+	// executions due now that have not been sent yet (Worker.due).
+	due bool
+
+	// renewed is when its ack wait last started, as far as the worker
+	// knows: pulledAt, or when it last told JetStream it is in progress.
+	mu      sync.Mutex
+	renewed time.Time
+}
+
+// renewedAt returns when d's ack wait last started.
+func (d *delivery) renewedAt() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.renewed
+}
+
+// renew tells JetStream that d is in progress, restarting its ack wait,
+// unless that wait may have run out already (see fresh): then another
+// worker may hold a copy, whose ack wait it would restart instead. It
+// reports whether it told JetStream.
+func (w *Worker) renew(d *delivery) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !w.fresh(d.renewed) {
+		return false
+	}
+	_ = d.InProgress()
+	d.renewed = w.cfg.clock()
+	return true
 }
 
 // handle performs a delivered execution unless the delivery is stale or a
@@ -308,19 +346,29 @@ func (w *Worker) handle(d *delivery) {
 		_ = m.Nak()
 		return
 	}
-	defer w.progress(m, pulledAt)()
+	defer w.progress(d)()
 	// Opened before the hold, so that less is left to do when it is due.
 	action, openErr := w.open(exec)
+	defer w.sent(d)
 	if !w.hold(d, exec.NotBefore) {
 		_ = m.Nak() // stopping: another worker holds it until it is due
 		return
 	}
+	// Held, the worker may have been paused past the ack wait: checked
+	// again before it is performed.
+	if renewed := d.renewedAt(); !w.fresh(renewed) {
+		log.Warn("skipping an execution held until due whose ack wait may have run out: another worker may have it",
+			slog.String("occurrence", exec.OccurrenceKey), slog.Duration("since_renewed", w.cfg.clock().Sub(renewed)),
+			slog.Duration("ack_wait", w.cfg.AckWait))
+		w.skipped(SkipStale)
+		return
+	}
 	if w.cfg.Observer == nil {
-		stored = w.perform(m, exec, action, openErr)
+		stored = w.perform(d, exec, action, openErr)
 		return
 	}
 	w.cfg.Observer.Started()
-	stored = w.perform(m, exec, action, openErr)
+	stored = w.perform(d, exec, action, openErr)
 	w.cfg.Observer.Finished(stored)
 }
 
@@ -370,6 +418,8 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 		}
 		t.Reset(wait)
 	}
+	d.due = true
+	w.due.enter()
 	if !held {
 		return true
 	}
@@ -383,17 +433,96 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 	}
 }
 
-// progress tells JetStream that m, delivered in answer to a pull request
-// sent at pulledAt, is being worked on, every third of AckWait from a third
-// of AckWait after that request, until the returned function is called. No
-// copy of m is delivered elsewhere before pulledAt + AckWait (see fresh), so
-// an action that ends within the first third, as nearly all do, costs no
-// progress message; one started later than that reports at once.
-func (w *Worker) progress(m jetstream.Msg, pulledAt time.Time) (stop func()) {
+// sent notes that the execution of d was sent, or will not be: it no
+// longer counts among those due now.
+func (w *Worker) sent(d *delivery) {
+	if d.due {
+		d.due = false
+		w.due.leave()
+	}
+}
+
+// maxReportDelay bounds how long a result waits for the executions due
+// now to be sent before it is published.
+const maxReportDelay = time.Second
+
+// report lets the executions held until now and due go first: while any
+// of them waits to be sent, the result of an execution already performed
+// waits too (at most maxReportDelay), without its slot, so that the
+// cores do the calls due now before the work each result causes. It
+// returns the function that ends the wait's hold on a report token. When
+// no token is free, or nothing due waits, the result goes at once.
+func (w *Worker) report(d *delivery) (done func()) {
+	open := w.due.opened()
+	if open == nil {
+		return func() {}
+	}
+	select {
+	case w.reports <- struct{}{}:
+	default:
+		return func() {}
+	}
+	if d.slot {
+		<-w.slots
+		d.slot = false
+	}
+	t := time.NewTimer(maxReportDelay)
+	defer t.Stop()
+	select {
+	case <-open:
+	case <-t.C:
+	case <-w.halt:
+	}
+	return func() { <-w.reports }
+}
+
+// gate counts things in progress and tells when none is.
+type gate struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed when n falls to 0
+}
+
+func (g *gate) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.none = make(chan struct{})
+	}
+	g.n++
+}
+
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		close(g.none)
+	}
+}
+
+// opened returns a channel closed once nothing is in progress, or nil
+// when nothing is now.
+func (g *gate) opened() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		return nil
+	}
+	return g.none
+}
+
+// progress tells JetStream that d is being worked on (renew), every third
+// of AckWait from a third of AckWait after the pull request that fetched
+// it, until the returned function is called or its ack wait may have run
+// out meanwhile (the worker was paused). No copy of d is delivered
+// elsewhere before pulledAt + AckWait (see fresh), so an action that ends
+// within the first third, as nearly all do, costs no progress message; one
+// started later than that reports at once.
+func (w *Worker) progress(d *delivery) (stop func()) {
 	every := w.cfg.AckWait / 3
-	first := every - w.cfg.clock().Sub(pulledAt)
+	first := every - w.cfg.clock().Sub(d.pulledAt)
 	if first <= 0 {
-		_ = m.InProgress()
+		w.renew(d)
 		first = every
 	}
 	var (
@@ -405,10 +534,9 @@ func (w *Worker) progress(m jetstream.Msg, pulledAt time.Time) (stop func()) {
 	t = time.AfterFunc(first, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped {
+		if stopped || !w.renew(d) {
 			return
 		}
-		_ = m.InProgress()
 		t.Reset(every)
 	})
 	mu.Unlock()
@@ -453,7 +581,8 @@ func (w *Worker) Stop(ctx context.Context) {
 // did not open), and acknowledges it once its result is stored, and
 // returns that result. One whose action was cancelled by Stop, or whose
 // result could not be stored, is handed back.
-func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution, action *contracts.JobAction, err error) *contracts.Result {
+func (w *Worker) perform(d *delivery, exec contracts.Execution, action *contracts.JobAction, err error) *contracts.Result {
+	m := d.Msg
 	log := w.cfg.Logger
 	delivered := uint64(1)
 	if meta, err := m.Metadata(); err == nil {
@@ -502,6 +631,8 @@ func (w *Worker) perform(m jetstream.Msg, exec contracts.Execution, action *cont
 	}
 	result.StatusCode, result.Error, result.Message, result.Response = outcome.StatusCode, outcome.Error, outcome.Message, outcome.Response
 	result.Worker = w.cfg.Name
+	w.sent(d)
+	defer w.report(d)()
 	if err := w.publish(w.work, result); err != nil {
 		log.Error("publishing a result", slog.String("occurrence", exec.OccurrenceKey), slog.String("error", err.Error()))
 		if w.work.Err() != nil {
