@@ -56,7 +56,9 @@ func socketInode(table, addr string) string {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		if len(fields) >= 10 && fields[1] == want {
+		// A closed socket in TIME_WAIT on the same port has inode 0: the
+		// open one may follow it.
+		if len(fields) >= 10 && fields[1] == want && fields[9] != "0" {
 			return fields[9]
 		}
 	}

@@ -22,7 +22,8 @@ func TestSocketInodeReadsTheTable(t *testing.T) {
 	t.Parallel()
 	table := filepath.Join(t.TempDir(), "tcp")
 	data := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
-		"   0: 0100007F:1F90 0100007F:0050 01 00000000:00000000 00:00000000 00000000  1000        0 424242 1 0 20 4 30 10 -1\n"
+		"   0: 0100007F:1F90 0100007F:0051 06 00000000:00000000 03:00000F3B 00000000     0        0 0 3 0000000000000000\n" +
+		"   1: 0100007F:1F90 0100007F:0050 01 00000000:00000000 00:00000000 00000000  1000        0 424242 1 0 20 4 30 10 -1\n"
 	if err := os.WriteFile(table, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
