@@ -311,7 +311,7 @@ func (w *Worker) renew(d *delivery) bool {
 // copy of an attempt in flight here. Once the worker is stopping, what it
 // still receives is handed back at once.
 func (w *Worker) handle(d *delivery) {
-	m, pulledAt := d.Msg, d.pulledAt
+	m := d.Msg
 	log := w.cfg.Logger
 	exec, err := contracts.DecodeExecution(m.Data())
 	if err != nil {
@@ -324,14 +324,7 @@ func (w *Worker) handle(d *delivery) {
 		_ = m.TermWithReason("invalid execution")
 		return
 	}
-	// A skipped delivery is neither performed nor acknowledged nor handed
-	// back: a Nak would have it delivered yet again while another worker,
-	// or this one, performs it.
-	if !w.fresh(pulledAt) {
-		log.Warn("skipping an execution whose ack wait may have run out: another worker may have it",
-			slog.String("occurrence", exec.OccurrenceKey), slog.Duration("since_pull", w.cfg.clock().Sub(pulledAt)),
-			slog.Duration("ack_wait", w.cfg.AckWait))
-		w.skipped(SkipStale)
+	if w.stale(d, exec) {
 		return
 	}
 	f, first := w.flights.enter(exec.OccurrenceID, m)
@@ -356,11 +349,7 @@ func (w *Worker) handle(d *delivery) {
 	}
 	// Held, the worker may have been paused past the ack wait: checked
 	// again before it is performed.
-	if renewed := d.renewedAt(); !w.fresh(renewed) {
-		log.Warn("skipping an execution held until due whose ack wait may have run out: another worker may have it",
-			slog.String("occurrence", exec.OccurrenceKey), slog.Duration("since_renewed", w.cfg.clock().Sub(renewed)),
-			slog.Duration("ack_wait", w.cfg.AckWait))
-		w.skipped(SkipStale)
+	if w.stale(d, exec) {
 		return
 	}
 	if w.cfg.Observer == nil {
@@ -370,6 +359,23 @@ func (w *Worker) handle(d *delivery) {
 	w.cfg.Observer.Started()
 	stored = w.perform(d, exec, action, openErr)
 	w.cfg.Observer.Finished(stored)
+}
+
+// stale reports, logs and counts a delivery whose ack wait may have run
+// out since it last started (see fresh): another worker may have it. A
+// stale delivery is neither performed nor acknowledged nor handed back: a
+// Nak would have it delivered yet again while another worker, or this
+// one, performs it.
+func (w *Worker) stale(d *delivery, exec contracts.Execution) bool {
+	renewed := d.renewedAt()
+	if w.fresh(renewed) {
+		return false
+	}
+	w.cfg.Logger.Warn("skipping an execution whose ack wait may have run out: another worker may have it",
+		slog.String("occurrence", exec.OccurrenceKey), slog.Duration("since_renewed", w.cfg.clock().Sub(renewed)),
+		slog.Duration("ack_wait", w.cfg.AckWait))
+	w.skipped(SkipStale)
+	return true
 }
 
 func (w *Worker) skipped(reason string) {
