@@ -111,11 +111,8 @@ func newServePlannerCommand() *cobra.Command {
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if cfg.PublishAhead < 0 {
-			return usage("--publish-ahead must be 0 or more, not %s", cfg.PublishAhead)
-		}
-		if cfg.PublishAhead == 0 {
-			cfg.PublishAhead = -1 // the service's "at the due time"
+		if err := offWhenZero(&cfg.PublishAhead, "publish-ahead"); err != nil {
+			return err
 		}
 		cfg.Tokens, cfg.Hosts = splitList(tokens), splitList(hosts)
 		key, err := loadKey(keyFile)
@@ -132,6 +129,20 @@ func newServePlannerCommand() *cobra.Command {
 		})
 	}
 	return cmd
+}
+
+// offWhenZero checks the value of a flag whose 0 turns its feature off
+// (--publish-ahead, --hold) and gives the role -1 for it, which turns it
+// off there, where 0 takes the default. A negative value is a usage error
+// naming the flag.
+func offWhenZero[T ~int | ~int64](v *T, flag string) error {
+	if *v < 0 {
+		return usage("--%s must be 0 or more, not %v", flag, *v)
+	}
+	if *v == 0 {
+		*v = -1
+	}
+	return nil
 }
 
 // The defaults of --publish-ahead (the planner's Lookahead) and --hold.
@@ -231,11 +242,8 @@ them back after --drain-timeout) and exits.`,
 	logger := logFlags(cmd, "json")
 	bindEnv(cmd, vars)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if wc.Worker.Hold < 0 {
-			return usage("--hold must be 0 or more, not %d", wc.Worker.Hold)
-		}
-		if wc.Worker.Hold == 0 {
-			wc.Worker.Hold = -1 // the worker's "none beside Concurrency"
+		if err := offWhenZero(&wc.Worker.Hold, "hold"); err != nil {
+			return err
 		}
 		cfg, err := senders.config()
 		if err != nil {
