@@ -1,14 +1,9 @@
 package dispatch
 
 import (
-	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
@@ -29,45 +24,14 @@ func TestExecutionsArePublishedAheadCarryingTheirDueTime(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			e.realClock = true
-			nc, err := nats.Connect(e.ns.ClientURL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			type arrival struct {
-				at   time.Time
-				data []byte
-			}
-			var (
-				mu       sync.Mutex
-				arrivals []arrival
-			)
-			if _, err := nc.Subscribe(contracts.ExecSubjectPrefix+">", func(m *nats.Msg) {
-				mu.Lock()
-				defer mu.Unlock()
-				arrivals = append(arrivals, arrival{time.Now(), m.Data})
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			arrivals := watchExecutions(t, e, 1)
 			due := time.Now().Add(7 * time.Second).Truncate(time.Second)
 			e.addJob(t, "once", oneTimeJob(due))
 			e.planner(t, func(c *Config) { c.Lookahead, c.PublishAhead = 3*time.Second, tc.ahead })
 
-			testkit.Eventually(t, time.Until(due)+30*time.Second, func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(arrivals) > 0
-			}, "no execution was published")
-			mu.Lock()
-			a := arrivals[0]
-			mu.Unlock()
-			var x contracts.Execution
-			if err := json.Unmarshal(a.data, &x); err != nil {
-				t.Fatal(err)
-			}
+			testkit.Eventually(t, time.Until(due)+30*time.Second, func() bool { return arrivals.count() > 0 }, "no execution was published")
+			a := arrivals.decoded(t)[0]
+			x := a.exec
 			if !x.NotBefore.Equal(due) || !x.ExpectedTime.Equal(due) {
 				t.Fatalf("notBefore %s, expectedTime %s; want both the due time %s", x.NotBefore, x.ExpectedTime, due)
 			}

@@ -2,13 +2,11 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -280,42 +278,15 @@ func steady(b *testing.B, perSecond, seconds int, ahead time.Duration) {
 	if time.Now().After(base) {
 		b.Fatalf("the %d jobs were not scheduled before the first was due", perSecond*seconds)
 	}
-	// The handler only notes the arrival; decoding afterwards keeps the
-	// subscriber's own work out of the measured lateness.
-	type arrival struct {
-		at   time.Time
-		data []byte
-	}
-	arrivals := make([]arrival, 0, perSecond*seconds)
-	var mu sync.Mutex
-	nc, err := nats.Connect(e.ns.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	sub, err := nc.Subscribe(contracts.ExecSubjectPrefix+">", func(m *nats.Msg) {
-		at := time.Now()
-		mu.Lock()
-		arrivals = append(arrivals, arrival{at, m.Data})
-		mu.Unlock()
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sub.SetPendingLimits(-1, -1)
+	arrivals := watchExecutions(b, e, perSecond*seconds)
 	testkit.Eventually(b, time.Until(base)+time.Duration(seconds)*time.Second+time.Minute, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrivals) >= perSecond*seconds
+		return arrivals.count() >= perSecond*seconds
 	}, "not all occurrences arrived")
-	mu.Lock()
-	late := make([]time.Duration, 0, len(arrivals))
+	all := arrivals.decoded(b)
+	late := make([]time.Duration, 0, len(all))
 	lead := map[time.Time]time.Duration{} // each second's smallest lead
-	for _, a := range arrivals {
-		var x contracts.Execution
-		if err := json.Unmarshal(a.data, &x); err != nil {
-			b.Fatal(err)
-		}
+	for _, a := range all {
+		x := a.exec
 		due := x.ExpectedTime
 		if !x.NotBefore.Equal(due) {
 			b.Fatalf("%s carries notBefore %s, want its due time %s", x.OccurrenceKey, x.NotBefore, due)
@@ -328,7 +299,6 @@ func steady(b *testing.B, perSecond, seconds int, ahead time.Duration) {
 			lead[due] = due.Sub(a.at)
 		}
 	}
-	mu.Unlock()
 	slices.Sort(late)
 	leads := make([]time.Duration, 0, len(lead))
 	for _, l := range lead {
