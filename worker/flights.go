@@ -1,10 +1,6 @@
 package worker
 
-import (
-	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
-)
+import "sync"
 
 // flights are the attempts this worker is performing, by occurrence id, so
 // that a second delivery of one of them (JetStream redelivered it into this
@@ -28,14 +24,14 @@ type flights struct {
 
 // flight is one attempt in flight.
 type flight struct {
-	seq    uint64          // the stream sequence of the delivery performed
-	copies []jetstream.Msg // deliveries of other stream messages of the attempt
+	seq    uint64    // the stream sequence of the delivery performed
+	copies []message // deliveries of other stream messages of the attempt
 }
 
 // enter registers the attempt id delivered by m and reports whether it is
 // the first: false means it is in flight already, and m was remembered if
 // it is another stream message.
-func (fs *flights) enter(id string, m jetstream.Msg) (*flight, bool) {
+func (fs *flights) enter(id string, m message) (*flight, bool) {
 	seq := streamSeq(m)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -67,7 +63,7 @@ func (fs *flights) leave(id string, f *flight, stored bool) {
 
 // streamSeq returns the stream sequence of a delivery, 0 when its
 // metadata cannot be read.
-func streamSeq(m jetstream.Msg) uint64 {
+func streamSeq(m message) uint64 {
 	meta, err := m.Metadata()
 	if err != nil {
 		return 0

@@ -1,9 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,9 +62,10 @@ func (w *Worker) fresh(pulledAt time.Time) bool {
 	return w.cfg.clock().Sub(pulledAt) < w.cfg.AckWait-staleGuard(w.cfg.AckWait)
 }
 
-// pull fetches executions until ctx ends, then closes w.pulled. Whatever
-// arrives once the worker is stopping is handed back by receive.
-func (w *Worker) pull(ctx context.Context, cons jetstream.Consumer) {
+// pull fetches executions until ctx ends, then closes w.pulled. What the
+// last request received goes to receive like the rest: Stop hands it back
+// if it is held, or lets it finish if it started.
+func (w *Worker) pull(ctx context.Context) {
 	defer close(w.pulled)
 	wait := pullWait(w.cfg.AckWait)
 	backoff := newBackoff()
@@ -70,14 +75,14 @@ func (w *Worker) pull(ctx context.Context, cons jetstream.Consumer) {
 			return
 		}
 		pulledAt := w.cfg.clock()
-		err := w.fetch(ctx, cons, n, wait, pulledAt)
+		err := w.fetch(ctx, newPullRequest(n, wait), pulledAt)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
 			backoff.reset()
 			continue
-		case errors.Is(err, jetstream.ErrNoHeartbeat):
+		case errors.Is(err, errNoHeartbeat):
 			w.cfg.Logger.Warn("fetching executions: no heartbeat from the consumer", slog.String("error", err.Error()))
 		default:
 			w.cfg.Logger.Warn("fetching executions", slog.String("error", err.Error()))
@@ -110,37 +115,151 @@ func (w *Worker) reserve(ctx context.Context) (int, bool) {
 
 // fetch sends one pull request for n executions, holding n slots, and
 // hands each message to receive with one of them; the slots left over are
-// given back. The request ends after wait, or at once when ctx ends.
-func (w *Worker) fetch(ctx context.Context, cons jetstream.Consumer, n int, wait time.Duration, pulledAt time.Time) error {
+// given back. The request ends when JetStream says it expired (after 90% of
+// wait), after wait, or at once when ctx ends.
+//
+// The request has a subscription of its own, ended before fetch returns;
+// what had arrived by then is handed to receive after it. A stopping
+// worker hands executions back only once its pull loop has returned (see
+// Stop): JetStream reads the unsubscription before those Naks, which come
+// on the same connection, so it never delivers an execution handed back
+// to a request of this worker that nobody reads any more, where it would
+// wait out its ack wait.
+func (w *Worker) fetch(ctx context.Context, req pullRequest, pulledAt time.Time) error {
 	received := 0
 	defer func() {
-		for range n - received {
+		for range req.Batch - received {
 			<-w.slots
 		}
 	}()
-	// FetchContext sets the request's expiry to 90% of the time left, so
-	// that the server ends it before the client gives up on it.
-	fctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	opts := []jetstream.FetchOpt{jetstream.FetchContext(fctx)}
-	if hb := pullHeartbeat(wait); hb > 0 {
-		opts = append(opts, jetstream.FetchHeartbeat(hb))
-	}
-	batch, err := cons.Fetch(n, opts...)
+	nc := w.js.Conn()
+	// Room for the whole batch and the statuses that may come with it, so
+	// that the connection never drops one for a slow reader.
+	arrived := make(chan *nats.Msg, 2*req.Batch+8)
+	sub, err := nc.ChanSubscribe(nc.NewInbox(), arrived)
 	if err != nil {
 		return err
 	}
-	// The messages received before the request ended stay readable after:
-	// each goes to receive, which hands it back if the worker is stopping.
-	for m := range batch.Messages() {
-		received++
-		w.receive(m, pulledAt)
+	take := func(m *nats.Msg) (bool, error) {
+		execution, done, err := pullStatus(m)
+		if execution && received < req.Batch {
+			received++
+			w.receive(pulledMsg{nc: nc, msg: m}, pulledAt)
+			done = received == req.Batch
+		}
+		return done, err
 	}
-	err = batch.Error()
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrTimeout) {
-		return nil // the request expired, or the worker is stopping
+	err = w.await(ctx, nc, sub, req, arrived, take)
+	_ = sub.Unsubscribe()
+	for {
+		select {
+		case m := <-arrived:
+			if _, err := take(m); err != nil {
+				w.cfg.Logger.Debug("after a pull request ended", slog.String("status", err.Error()))
+			}
+		default:
+			return err
+		}
 	}
-	return err
+}
+
+// nextSubject is the subject of pull requests on a stream's consumer,
+// under js's API prefix (or domain).
+func nextSubject(js jetstream.JetStream, stream, consumer string) string {
+	opts := js.Options()
+	prefix := cmp.Or(opts.APIPrefix, jetstream.DefaultAPIPrefix)
+	if opts.Domain != "" {
+		prefix = "$JS." + opts.Domain + ".API."
+	}
+	if !strings.HasSuffix(prefix, ".") {
+		prefix += "."
+	}
+	return prefix + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+}
+
+// pullRequest is the body of a request for the next executions on the
+// workers' consumer (JetStream's CONSUMER.MSG.NEXT API).
+type pullRequest struct {
+	Batch     int           `json:"batch"`
+	Expires   time.Duration `json:"expires,omitempty"`
+	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
+}
+
+// newPullRequest asks for n executions for up to 90% of wait, so that
+// JetStream ends the request before the worker gives up on it, with the
+// idle heartbeat of pullHeartbeat.
+func newPullRequest(n int, wait time.Duration) pullRequest {
+	return pullRequest{Batch: n, Expires: wait * 9 / 10, Heartbeat: pullHeartbeat(wait)}
+}
+
+// errNoHeartbeat is returned for a pull request that heard nothing, not
+// even an idle heartbeat, for two heartbeats: its consumer leader may be
+// gone.
+var errNoHeartbeat = errors.New("no heartbeat from the consumer")
+
+// await sends req on sub and hands what arrives to take until take says
+// the request is done, ctx ends, or wait (the request's expiry and 10%)
+// runs out.
+func (w *Worker) await(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, req pullRequest, arrived <-chan *nats.Msg, take func(*nats.Msg) (bool, error)) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if err := nc.PublishRequest(w.next, sub.Subject, body); err != nil {
+		return err
+	}
+	deadline := time.NewTimer(req.Expires * 10 / 9)
+	defer deadline.Stop()
+	var silent <-chan time.Time
+	if req.Heartbeat > 0 {
+		hb := time.NewTimer(2 * req.Heartbeat)
+		defer hb.Stop()
+		silent = hb.C
+		take = resetting(hb, 2*req.Heartbeat, take)
+	}
+	for {
+		select {
+		case m := <-arrived:
+			if done, err := take(m); done || err != nil {
+				return err
+			}
+		case <-silent:
+			return errNoHeartbeat
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// resetting returns take that first restarts the heartbeat timer.
+func resetting(hb *time.Timer, d time.Duration, take func(*nats.Msg) (bool, error)) func(*nats.Msg) (bool, error) {
+	return func(m *nats.Msg) (bool, error) {
+		hb.Reset(d)
+		return take(m)
+	}
+}
+
+// pullStatus reads a message received on a pull request: an execution, or
+// a status from JetStream. done says the request ended (it expired, or
+// JetStream ended it); err says why, when that is a fault.
+func pullStatus(m *nats.Msg) (execution, done bool, err error) {
+	status := m.Header.Get("Status")
+	if len(m.Data) > 0 || status == "" {
+		return true, false, nil
+	}
+	description := m.Header.Get("Description")
+	switch status {
+	case "100": // idle heartbeat
+		return false, false, nil
+	case "404", "408": // no executions, or the request expired
+		return false, true, nil
+	case "503":
+		return false, true, nats.ErrNoResponders
+	default: // 409: the consumer's leader changed, it was deleted, the server shuts down; 400
+		return false, true, fmt.Errorf("the pull request ended: %s %s", status, description)
+	}
 }
 
 // backoff spaces the pull requests that fail, from 100ms doubling to 2s.

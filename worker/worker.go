@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -186,16 +185,18 @@ type Worker struct {
 	reports  chan struct{}
 	flights  flights
 	inFlight sync.WaitGroup
+	// next is the subject of the consumer's pull requests.
+	next string
 	// stopPull ends the pull loop; pulled is closed once it has ended.
 	stopPull context.CancelFunc
 	pulled   chan struct{}
 	// work is the context of the actions and of the result publishing;
 	// Stop cancels it at the drain timeout.
-	work     context.Context
-	cancel   context.CancelFunc
-	stopping atomic.Bool
-	// halt is closed when Stop starts: executions held until they are due
-	// are handed back at once.
+	work   context.Context
+	cancel context.CancelFunc
+	// halt is closed when Stop has ended the pull loop: executions held
+	// until they are due, and those received since, are handed back at
+	// once.
 	halt     chan struct{}
 	stopOnce sync.Once
 }
@@ -203,14 +204,14 @@ type Worker struct {
 // Start creates the execution consumer (and the EXEC and RESULTS streams
 // when no planner created them yet) and starts performing executions.
 func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, error) {
-	w, cons, err := open(ctx, js, cfg)
+	w, _, err := open(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
 	var pullCtx context.Context
 	pullCtx, w.stopPull = context.WithCancel(context.WithoutCancel(ctx))
 	w.pulled = make(chan struct{})
-	go w.pull(pullCtx, cons)
+	go w.pull(pullCtx)
 	w.cfg.Logger.Info("worker started", slog.String("worker", w.cfg.Name), slog.Int("concurrency", w.cfg.Concurrency))
 	return w, nil
 }
@@ -241,7 +242,8 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the %s consumer: %w", contracts.WorkersConsumer, err)
 	}
-	w := &Worker{js: js, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
+	info := cons.CachedInfo()
+	w := &Worker{js: js, cfg: cfg, next: nextSubject(js, info.Stream, info.Name), slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
 		reports: make(chan struct{}, cfg.Concurrency+cfg.Hold),
 		flights: flights{byID: map[string]*flight{}}, stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
 	close(w.pulled) // until Start starts pulling
@@ -252,7 +254,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 // receive starts on a message delivered in answer to a pull request sent
 // at pulledAt. The caller holds a slot for it, which is given back once
 // the worker is done with the message.
-func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
+func (w *Worker) receive(m message, pulledAt time.Time) {
 	w.inFlight.Add(1)
 	go func() {
 		d := &delivery{Msg: m, pulledAt: pulledAt, slot: true, renewed: pulledAt}
@@ -268,7 +270,7 @@ func (w *Worker) receive(m jetstream.Msg, pulledAt time.Time) {
 
 // delivery is a message delivered to this worker.
 type delivery struct {
-	jetstream.Msg
+	Msg message
 	// pulledAt is when the pull request it answers was sent.
 	pulledAt time.Time
 	// slot is whether it holds one of the worker's slots; it does not
@@ -302,7 +304,7 @@ func (w *Worker) renew(d *delivery) bool {
 	if !w.fresh(d.renewed) {
 		return false
 	}
-	_ = d.InProgress()
+	_ = d.Msg.InProgress()
 	d.renewed = w.cfg.clock()
 	return true
 }
@@ -335,7 +337,7 @@ func (w *Worker) handle(d *delivery) {
 	}
 	var stored *contracts.Result
 	defer func() { w.flights.leave(exec.OccurrenceID, f, stored != nil) }()
-	if w.stopping.Load() {
+	if w.halted() {
 		_ = m.Nak()
 		return
 	}
@@ -359,6 +361,17 @@ func (w *Worker) handle(d *delivery) {
 	w.cfg.Observer.Started()
 	stored = w.perform(d, exec, action, openErr)
 	w.cfg.Observer.Finished(stored)
+}
+
+// halted reports whether Stop has ended the pull loop: what the worker
+// holds or receives now is handed back.
+func (w *Worker) halted() bool {
+	select {
+	case <-w.halt:
+		return true
+	default:
+		return false
+	}
 }
 
 // stale reports, logs and counts a delivery whose ack wait may have run
@@ -561,12 +574,14 @@ func (w *Worker) progress(d *delivery) (stop func()) {
 // NATS answers. It is idempotent.
 func (w *Worker) Stop(ctx context.Context) {
 	w.stopOnce.Do(func() {
-		w.stopping.Store(true)
-		close(w.halt)
+		// The pull loop ends first, its last request's subscription with
+		// it, so that nothing handed back is delivered to that request
+		// (see fetch).
 		w.stopPull()
+		<-w.pulled
+		close(w.halt)
 		finished := make(chan struct{})
 		go func() {
-			<-w.pulled
 			w.inFlight.Wait()
 			close(finished)
 		}()
