@@ -45,6 +45,11 @@ const (
 	// RejectedSubjectPrefix carries an event for each intake message that
 	// was rejected.
 	RejectedSubjectPrefix = "scheduler.intake.rejected."
+	// WorkersDueSubjectPrefix carries each worker's word, on
+	// scheduler.workers.due.<worker>, that executions it held came due and
+	// wait to be sent ("1") or were all sent ("0"): the other workers keep
+	// their results back meanwhile. Core NATS, nothing stored.
+	WorkersDueSubjectPrefix = "scheduler.workers.due."
 )
 
 // Token encodes one name for use as a subject token or a KV key segment.

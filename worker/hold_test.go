@@ -163,16 +163,13 @@ func (s *streamCounter) Send(ctx context.Context, _ *contracts.JobAction, _ acti
 
 func (s *streamCounter) Close() error { return nil }
 
-// The executions held until one due time go first: the result of one
-// already performed waits, without its slot, until the others due with it
-// were sent, so that the calls due now are not slowed by the work each
-// result causes.
-func TestResultsWaitForTheExecutionsDueNow(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	e.ensureStreams(t)
+// holdThreeDue starts a worker that holds three executions due at once
+// and performs them one at a time with a streamCounter, and returns once
+// the first call started: it waits for release, and the other two wait to
+// be sent meanwhile.
+func (e *env) holdThreeDue(t *testing.T, obs Observer) *streamCounter {
+	t.Helper()
 	sender := &streamCounter{t: t, e: e, release: make(chan struct{})}
-	obs := newObserver()
 	e.worker(t, sender, func(c *Config) { c.Observer, c.Concurrency, c.Hold = obs, 1, 8 })
 	due := time.Now().Add(1500 * time.Millisecond)
 	for i := range 3 {
@@ -183,14 +180,62 @@ func TestResultsWaitForTheExecutionsDueNow(t *testing.T) {
 		defer sender.mu.Unlock()
 		return len(sender.seen) == 1
 	}, "the first execution was not performed")
-	close(sender.release)
-	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.results(t)) == 3 }, "not every result was stored")
-	sender.mu.Lock()
-	defer sender.mu.Unlock()
-	for i, n := range sender.seen {
+	return sender
+}
+
+// releaseAndCheck releases the first call, waits for results results,
+// and fails the test if a call found a result stored before it.
+func (s *streamCounter) releaseAndCheck(results int, why string) {
+	s.t.Helper()
+	close(s.release)
+	testkit.Eventually(s.t, 10*time.Second, func() bool { return len(s.e.results(s.t)) == results }, "not every result was stored")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range s.seen {
 		if n != 0 {
-			t.Errorf("call %d found %d results stored: a result went before an execution due with it", i+1, n)
+			s.t.Errorf("call %d found %d results stored: %s", i+1, n, why)
 		}
+	}
+}
+
+// The executions held until one due time go first: the result of one
+// already performed waits, without its slot, until the others due with it
+// were sent, so that the calls due now are not slowed by the work each
+// result causes.
+func TestResultsWaitForTheExecutionsDueNow(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	sender := e.holdThreeDue(t, nil)
+	sender.releaseAndCheck(3, "a result went before an execution due with it")
+}
+
+// With two workers, the result of an action one of them performed also
+// waits while the other has executions due now to send: the calls due at
+// one instant go first, whichever worker holds them.
+func TestResultsWaitForTheExecutionsDueNowOnAnotherWorker(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	sender := e.holdThreeDue(t, nil)
+
+	// The second worker performs an execution due already; its result
+	// waits, or is stored at once when it does not.
+	rec, obs := newRecorder(), newObserver()
+	second, _ := e.worker(t, rec, func(c *Config) { c.Observer = obs })
+	testkit.Eventually(t, 5*time.Second, func() bool { return second.peers.waiting() != nil },
+		"the second worker did not hear that the first has executions due")
+	e.execution(t, 4, nil)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.keptBack == 1 || len(e.results(t)) == 1
+	}, "the second worker's execution was not performed")
+	sender.releaseAndCheck(4, "the other worker's result went before an execution due now")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.kept != 1 {
+		t.Errorf("the second worker kept %d results back, want 1", obs.kept)
 	}
 }
 

@@ -89,6 +89,10 @@ type Observer interface {
 	// Held is called with 1 when the worker starts holding an execution
 	// received ahead of its due time, and with -1 when it stops.
 	Held(delta int)
+	// KeptBack is called with 1 when the result of an action performed
+	// starts waiting for executions due now to be sent, and with -1 when
+	// it stops waiting (see report).
+	KeptBack(delta int)
 	// Started is called when the worker starts on an execution.
 	Started()
 	// Finished is called when it is done with it: r is the result stored,
@@ -181,8 +185,10 @@ type Worker struct {
 	// due counts the executions held until their due time that came due
 	// and were not sent yet; reports holds a token for each result that
 	// waits for them without a slot (see report).
-	due      gate
-	reports  chan struct{}
+	due     gate
+	reports chan struct{}
+	// peers is what the other workers said about their executions due.
+	peers    peers
 	flights  flights
 	inFlight sync.WaitGroup
 	// next is the subject of the consumer's pull requests.
@@ -211,6 +217,10 @@ func Start(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, er
 	var pullCtx context.Context
 	pullCtx, w.stopPull = context.WithCancel(context.WithoutCancel(ctx))
 	w.pulled = make(chan struct{})
+	if err := w.peers.listen(js.Conn(), w.cfg.Name, w.cfg.clock); err != nil {
+		return nil, fmt.Errorf("listening to the other workers: %w", err)
+	}
+	w.due.changed = w.peers.announce
 	go w.pull(pullCtx)
 	w.cfg.Logger.Info("worker started", slog.String("worker", w.cfg.Name), slog.Int("concurrency", w.cfg.Concurrency))
 	return w, nil
@@ -466,14 +476,14 @@ func (w *Worker) sent(d *delivery) {
 const maxReportDelay = time.Second
 
 // report lets the executions held until now and due go first: while any
-// of them waits to be sent, the result of an execution already performed
-// waits too (at most maxReportDelay), without its slot, so that the
-// cores do the calls due now before the work each result causes. It
-// returns the function that ends the wait's hold on a report token. When
-// no token is free, or nothing due waits, the result goes at once.
+// of them waits to be sent, on this worker or on another (see peers), the
+// result of an execution already performed waits too (at most
+// maxReportDelay), without its slot, so that the cores do the calls due
+// now before the work each result causes. It returns the function that
+// ends the wait's hold on a report token. When no token is free, or
+// nothing due waits, the result goes at once.
 func (w *Worker) report(d *delivery) (done func()) {
-	open := w.due.opened()
-	if open == nil {
+	if w.due.opened() == nil && w.peers.waiting() == nil {
 		return func() {}
 	}
 	select {
@@ -485,21 +495,36 @@ func (w *Worker) report(d *delivery) (done func()) {
 		<-w.slots
 		d.slot = false
 	}
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.KeptBack(1)
+		defer w.cfg.Observer.KeptBack(-1)
+	}
 	t := time.NewTimer(maxReportDelay)
 	defer t.Stop()
-	select {
-	case <-open:
-	case <-t.C:
-	case <-w.halt:
+	for {
+		own, peer := w.due.opened(), w.peers.waiting()
+		if own == nil && peer == nil {
+			break
+		}
+		select {
+		case <-own:
+		case <-peer:
+		case <-t.C:
+			return func() { <-w.reports }
+		case <-w.halt:
+			return func() { <-w.reports }
+		}
 	}
 	return func() { <-w.reports }
 }
 
-// gate counts things in progress and tells when none is.
+// gate counts things in progress and tells when none is; changed, when
+// set, is told when the count leaves or reaches 0, in order.
 type gate struct {
-	mu   sync.Mutex
-	n    int
-	none chan struct{} // closed when n falls to 0
+	mu      sync.Mutex
+	n       int
+	none    chan struct{} // closed when n falls to 0
+	changed func(some bool)
 }
 
 func (g *gate) enter() {
@@ -507,6 +532,9 @@ func (g *gate) enter() {
 	defer g.mu.Unlock()
 	if g.n == 0 {
 		g.none = make(chan struct{})
+		if g.changed != nil {
+			g.changed(true)
+		}
 	}
 	g.n++
 }
@@ -516,6 +544,9 @@ func (g *gate) leave() {
 	defer g.mu.Unlock()
 	if g.n--; g.n == 0 {
 		close(g.none)
+		if g.changed != nil {
+			g.changed(false)
+		}
 	}
 }
 
@@ -594,6 +625,7 @@ func (w *Worker) Stop(ctx context.Context) {
 		}
 		w.cancel()
 		<-finished
+		w.peers.stop()
 		w.cfg.Logger.Info("worker stopped", slog.String("worker", w.cfg.Name))
 	})
 }

@@ -99,6 +99,8 @@ type observer struct {
 	maxHeld  int
 	started  int
 	finished int
+	keptBack int // results waiting now
+	kept     int // results that waited
 	skipped  map[string]int
 }
 
@@ -109,6 +111,15 @@ func (o *observer) Held(delta int) {
 	defer o.mu.Unlock()
 	o.held += delta
 	o.maxHeld = max(o.maxHeld, o.held)
+}
+
+func (o *observer) KeptBack(delta int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.keptBack += delta
+	if delta > 0 {
+		o.kept++
+	}
 }
 
 func (o *observer) Started() {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +116,57 @@ func (s *sink) report(b *testing.B, rate bool) {
 	b.ReportMetric(ms(r.Lateness.P90), "p90-late-ms")
 	b.ReportMetric(ms(r.Lateness.P99), "p99-late-ms")
 	b.ReportMetric(ms(r.Lateness.Max), "max-late-ms")
+}
+
+// callsAlone measures the floor of the steady figure in the same run: n
+// HTTP calls due at one instant, each waiting for it on a goroutine of its
+// own as a held execution does, made concurrency at a time (a worker's
+// default) from this process to a sink in it over connections kept alive,
+// with nothing else running; rounds instants a second apart. It returns
+// the calls' p99 lateness.
+func callsAlone(b *testing.B, n, concurrency, rounds int) time.Duration {
+	b.Helper()
+	first := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	due := func(i int) time.Time { return first.Add(time.Duration(i/n) * time.Second) }
+	k := newSink(b, n*rounds, due)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	defer client.CloseIdleConnections()
+	slots := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for r := range rounds {
+		instant := due(r * n)
+		go1 := make(chan struct{})
+		for i := r * n; i < (r+1)*n; i++ {
+			wg.Go(func() {
+				<-go1
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				req, err := http.NewRequest(http.MethodPost, k.URL+"/hook", strings.NewReader("{}"))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				req.Header.Set(httpaction.HeaderJobID, fmt.Sprintf("job-%07d", i))
+				req.Header.Set(httpaction.HeaderExpectedExecutionTime, instant.UTC().Format(loadtest.DueLayout))
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			})
+		}
+		<-time.After(time.Until(instant))
+		close(go1)
+		wg.Wait()
+	}
+	k.check(b)
+	r := k.Results()
+	if len(r.Early) > 0 {
+		b.Fatalf("%d calls before their instant", len(r.Early))
+	}
+	return r.Lateness.P99
 }
 
 // benchSystem is a running scheduler on the real clock, with the job store
@@ -286,6 +339,8 @@ func BenchmarkActionsSteady(b *testing.B) {
 
 func actionsSteady(b *testing.B, perSecond, seconds, workers int, ahead time.Duration) {
 	for b.Loop() {
+		alone := callsAlone(b, perSecond, 128, 5)
+		b.ReportMetric(float64(alone)/float64(time.Millisecond), "alone-p99-ms")
 		s := startBench(b, workers, ahead)
 		first := time.Now().Add(25 * time.Second).Truncate(time.Second)
 		due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }

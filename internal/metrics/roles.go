@@ -154,6 +154,7 @@ type Worker struct {
 	duration   *prometheus.HistogramVec
 	running    prometheus.Gauge
 	held       prometheus.Gauge
+	keptBack   prometheus.Gauge
 	handedBack prometheus.Counter
 	skipped    *prometheus.CounterVec
 }
@@ -179,6 +180,10 @@ func (r *Registry) Worker() *Worker {
 				Namespace: namespace, Name: "executions_held",
 				Help: "Executions the workers of this process received ahead of their due time and hold until it comes.",
 			}),
+			keptBack: prometheus.NewGauge(prometheus.GaugeOpts{
+				Namespace: namespace, Name: "results_kept_back",
+				Help: "Results of actions performed by the workers of this process that wait, at most a second, for executions due now (on any worker) to be sent.",
+			}),
 			handedBack: prometheus.NewCounter(prometheus.CounterOpts{
 				Namespace: namespace, Name: "executions_handed_back_total",
 				Help: "Executions handed back to JetStream unperformed or without a stored result (a stopping worker, a result not stored); they are delivered again.",
@@ -188,7 +193,7 @@ func (r *Registry) Worker() *Worker {
 				Help: "Deliveries left alone, neither performed nor handed back, by reason: stale (their ack wait may have run out, so another worker may have them) or duplicate (a second delivery of an attempt in flight in the same worker).",
 			}, []string{"reason"}),
 		}
-		r.reg.MustRegister(w.executions, w.duration, w.running, w.held, w.handedBack, w.skipped)
+		r.reg.MustRegister(w.executions, w.duration, w.running, w.held, w.keptBack, w.handedBack, w.skipped)
 		for _, reason := range []string{"stale", "duplicate"} {
 			w.skipped.WithLabelValues(reason)
 		}
@@ -207,6 +212,10 @@ func (r *Registry) Worker() *Worker {
 // Held observes a worker starting (1) or ending (-1) to hold an execution
 // until it is due.
 func (w *Worker) Held(delta int) { w.held.Add(float64(delta)) }
+
+// KeptBack observes a result starting (1) or ending (-1) to wait for the
+// executions due now to be sent.
+func (w *Worker) KeptBack(delta int) { w.keptBack.Add(float64(delta)) }
 
 // Started observes a worker starting on an execution.
 func (w *Worker) Started() { w.running.Inc() }
