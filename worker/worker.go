@@ -22,6 +22,10 @@ import (
 	"github.com/jobscheduler/scheduler/internal/streams"
 )
 
+// DefaultHold is how many executions received ahead of their due time a
+// worker holds beside its Concurrency, unless configured.
+const DefaultHold = 4096
+
 // Config configures a Worker.
 type Config struct {
 	// Sender performs the actions. Required.
@@ -39,7 +43,7 @@ type Config struct {
 	// (Execution.NotBefore) the worker holds until then beside the
 	// Concurrency it performs, so that those due at one instant are in
 	// hand when it comes. One received ahead while Hold are held waits in
-	// its slot. Defaults to 4096; negative holds none beside Concurrency.
+	// its slot. Defaults to DefaultHold; negative holds none beside Concurrency.
 	Hold int
 	// AckWait is how long an execution may stay unacknowledged before
 	// JetStream delivers it again; longer than the action deadline, and
@@ -127,7 +131,7 @@ type Tracer interface {
 
 func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 128)
-	c.Hold = max(cmp.Or(c.Hold, 4096), 0)
+	c.Hold = max(cmp.Or(c.Hold, DefaultHold), 0)
 	c.AckWait = cmp.Or(c.AckWait, 90*time.Second)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 5)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)

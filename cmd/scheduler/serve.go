@@ -18,7 +18,9 @@ import (
 	"github.com/jobscheduler/scheduler/internal/health"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/streams"
+	"github.com/jobscheduler/scheduler/planner/dispatch"
 	"github.com/jobscheduler/scheduler/planner/service"
+	"github.com/jobscheduler/scheduler/worker"
 	workerservice "github.com/jobscheduler/scheduler/worker/service"
 )
 
@@ -147,8 +149,8 @@ func offWhenZero[T ~int | ~int64](v *T, flag string) error {
 
 // The defaults of --publish-ahead (the planner's Lookahead) and --hold.
 const (
-	defaultPublishAhead = 500 * time.Millisecond
-	defaultHold         = 4096
+	defaultPublishAhead = dispatch.DefaultLookahead
+	defaultHold         = worker.DefaultHold
 )
 
 // workerFlags are the flags of the worker's senders that dev shares.

@@ -29,6 +29,10 @@ import (
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
+// DefaultLookahead is how far ahead of its due time an occurrence is
+// claimed and built, and its execution published, unless configured.
+const DefaultLookahead = 500 * time.Millisecond
+
 // Config configures the Engine and its components.
 type Config struct {
 	// Lease is how long a claimed occurrence stays with the planner that
@@ -67,7 +71,7 @@ type Config struct {
 	CatchUpPace time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
 	// and their messages built, so that thousands due at the same second are
-	// ready when it comes. Defaults to 500ms.
+	// ready when it comes. Defaults to DefaultLookahead.
 	Lookahead time.Duration
 	// PublishAhead is how far ahead of its due time an execution is
 	// published, at most Lookahead: JetStream stores the thousands due at
@@ -107,7 +111,7 @@ func (c Config) withDefaults() Config {
 	c.ActionTimeout = cmp.Or(c.ActionTimeout, 60*time.Second)
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
-	c.Lookahead = cmp.Or(c.Lookahead, 500*time.Millisecond)
+	c.Lookahead = cmp.Or(c.Lookahead, DefaultLookahead)
 	c.PublishAhead = min(cmp.Or(c.PublishAhead, c.Lookahead), c.Lookahead)
 	c.CatchUpPace = cmp.Or(c.CatchUpPace, time.Second)
 	c.StallAfter = cmp.Or(c.StallAfter, max(10*time.Second, 2*(c.PublishTimeout+c.MaxIdle)+c.Lookahead))
