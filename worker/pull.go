@@ -210,16 +210,21 @@ func (w *Worker) await(ctx context.Context, nc *nats.Conn, sub *nats.Subscriptio
 	}
 	deadline := time.NewTimer(req.Expires * 10 / 9)
 	defer deadline.Stop()
-	var silent <-chan time.Time
+	var (
+		hb     *time.Timer
+		silent <-chan time.Time
+	)
 	if req.Heartbeat > 0 {
-		hb := time.NewTimer(2 * req.Heartbeat)
+		hb = time.NewTimer(2 * req.Heartbeat)
 		defer hb.Stop()
 		silent = hb.C
-		take = resetting(hb, 2*req.Heartbeat, take)
 	}
 	for {
 		select {
 		case m := <-arrived:
+			if hb != nil {
+				hb.Reset(2 * req.Heartbeat)
+			}
 			if done, err := take(m); done || err != nil {
 				return err
 			}
@@ -230,14 +235,6 @@ func (w *Worker) await(ctx context.Context, nc *nats.Conn, sub *nats.Subscriptio
 		case <-ctx.Done():
 			return nil
 		}
-	}
-}
-
-// resetting returns take that first restarts the heartbeat timer.
-func resetting(hb *time.Timer, d time.Duration, take func(*nats.Msg) (bool, error)) func(*nats.Msg) (bool, error) {
-	return func(m *nats.Msg) (bool, error) {
-		hb.Reset(d)
-		return take(m)
 	}
 }
 

@@ -505,6 +505,7 @@ func (w *Worker) report(d *delivery) (done func()) {
 	}
 	t := time.NewTimer(maxReportDelay)
 	defer t.Stop()
+wait:
 	for {
 		own, peer := w.due.opened(), w.peers.waiting()
 		if own == nil && peer == nil {
@@ -514,9 +515,9 @@ func (w *Worker) report(d *delivery) (done func()) {
 		case <-own:
 		case <-peer:
 		case <-t.C:
-			return func() { <-w.reports }
+			break wait
 		case <-w.halt:
-			return func() { <-w.reports }
+			break wait
 		}
 	}
 	return func() { <-w.reports }
