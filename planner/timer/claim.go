@@ -213,24 +213,92 @@ func scriptResult(res []any) (int, []string, error) {
 //	ARGV[i+5]  the claimed occurrence number, "" when not of the schedule
 //	ARGV[i+6]  its expected time (unix ms)
 //
-// Returns how many were committed; the others were no longer current.
+// The claims are taken one after the other, as separate calls would take
+// them, but on tables of the entries and statuses read with one HMGET each;
+// what changed is written at the end with one command per key (a slot list
+// alone is read and written as it goes). Returns how many were committed;
+// the others were no longer current.
 var commitScript = redis.NewScript(luaLib + `
+local ids, jobs = {}, {}
+for i = 1, #ARGV, 7 do
+  ids[#ids + 1] = ARGV[i]
+  if ARGV[i + 5] ~= '' then jobs[#jobs + 1] = string.sub(ARGV[i], 1, JOB_ID_LEN) end
+end
+-- state and status hold what the entries and statuses are as the claims
+-- are taken: a value, or false when absent.
+local state, status = {}, {}
+local values = redis.call('HMGET', KEYS[3], unpack(ids))
+for k, id in ipairs(ids) do
+  if state[id] == nil then state[id] = values[k] end
+end
+if #jobs > 0 then
+  values = redis.call('HMGET', KEYS[5], unpack(jobs))
+  for k, job in ipairs(jobs) do
+    if status[job] == nil then status[job] = values[k] end
+  end
+end
+-- due is each touched entry's due score, false once deleted; written lists
+-- the touched entries and jobs_advanced the advanced jobs, in order.
+local due, written, jobs_advanced, changed = {}, {}, {}, {}
+local function touch(id)
+  if due[id] == nil then written[#written + 1] = id end
+end
 local n = 0
 for i = 1, #ARGV, 7 do
-  local id, next = ARGV[i], ARGV[i + 2]
-  if claimed(id, ARGV[i + 1]) then
+  local id, token, next = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local v = state[id]
+  local t, at
+  if v and token ~= '' then t, at = parse(v) end
+  if t == token and at and at ~= '' then
     if next ~= id then
-      drop(id)
+      touch(id)
+      state[id], due[id] = false, false
       remove_slot(id)
     end
     if next ~= '' then
-      put(next, ARGV[i + 3], ARGV[i + 4])
+      touch(next)
+      state[next], due[next] = ARGV[i + 4], ARGV[i + 3]
+      add_slot(next)
     end
     if ARGV[i + 5] ~= '' then
-      advance(string.sub(id, 1, JOB_ID_LEN), ARGV[i + 5], ARGV[i + 6])
+      local job = string.sub(id, 1, JOB_ID_LEN)
+      local s = advanced(status[job], ARGV[i + 5], ARGV[i + 6])
+      if s then
+        status[job] = s
+        if not changed[job] then
+          changed[job] = true
+          jobs_advanced[#jobs_advanced + 1] = job
+        end
+      end
     end
     n = n + 1
   end
+end
+if #written == 0 then return n end
+local sets, dels, adds = {}, {}, {}
+for _, id in ipairs(written) do
+  if state[id] then
+    sets[#sets + 1], sets[#sets + 2] = id, state[id]
+    adds[#adds + 1], adds[#adds + 2] = due[id], id
+  else
+    dels[#dels + 1] = id
+  end
+end
+redis.call('ZREM', KEYS[2], unpack(written))
+if #dels > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dels))
+  redis.call('HDEL', KEYS[3], unpack(dels))
+end
+if #sets > 0 then
+  redis.call('HSET', KEYS[3], unpack(sets))
+  redis.call('ZADD', KEYS[1], unpack(adds))
+end
+if #jobs_advanced > 0 then
+  local fields = {}
+  for _, job in ipairs(jobs_advanced) do
+    fields[#fields + 1], fields[#fields + 2] = job, status[job]
+  end
+  redis.call('HSET', KEYS[5], unpack(fields))
 end
 return n
 `)

@@ -3,6 +3,8 @@ package timer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -539,4 +541,109 @@ func TestConcurrentClaimers(t *testing.T) {
 	if n := mustLen(t, ix); n != 0 {
 		t.Errorf("Len = %d after committing everything", n)
 	}
+}
+
+// TestCommitAllTakesABatchAsSeparateCommits commits random batches, with
+// two entries of one job, a claim listed twice, stale claims and nexts in
+// another slot, with one CommitAll on one index and with one Commit after
+// another on a second index, and requires the same entries, statuses and
+// slot lists of both.
+func TestCommitAllTakesABatchAsSeparateCommits(t *testing.T) {
+	t.Parallel()
+	slots := []string{"", "retry", "x"}
+	for seed := range uint64(40) {
+		rnd := rand.New(rand.NewPCG(seed, 1))
+		batched, bb := setup(t, Config{Partitions: 1})
+		single, sb := setup(t, Config{Partitions: 1})
+		var scheduled []Entry
+		for j := range 3 {
+			for _, slot := range slots {
+				if rnd.IntN(3) > 0 {
+					e := entry(fmt.Sprint("j", j), slot, t0.Add(time.Duration(rnd.IntN(3))*time.Second))
+					e.Occurrence = 1 + rnd.Int64N(3)
+					scheduled = append(scheduled, e)
+				}
+			}
+		}
+		mustSchedule(t, batched, scheduled...)
+		mustSchedule(t, single, scheduled...)
+		claimsB := mustClaim(t, batched, t0.Add(time.Minute), 100)
+		claimsS := mustClaim(t, single, t0.Add(time.Minute), 100)
+		if len(claimsB) != len(claimsS) {
+			t.Fatalf("seed %d: %d and %d claims", seed, len(claimsB), len(claimsS))
+		}
+		// Some entries are scheduled again while claimed: their claims
+		// are stale.
+		for _, e := range scheduled {
+			if rnd.IntN(5) == 0 {
+				e.Due, e.Revision = t0.Add(time.Hour), 99
+				mustSchedule(t, batched, e)
+				mustSchedule(t, single, e)
+			}
+		}
+		var order []int
+		for i := range claimsB {
+			order = append(order, i)
+			if rnd.IntN(4) == 0 {
+				order = append(order, i) // listed twice
+			}
+		}
+		rnd.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		var completions []Completion
+		var nexts []*Entry
+		for _, i := range order {
+			var next *Entry
+			if r := rnd.IntN(3); r > 0 {
+				next = nextOf(claimsB[i])
+				next.Due = next.Due.Add(time.Duration(rnd.IntN(1000)) * time.Millisecond)
+				if r == 2 {
+					next.Slot = slots[rnd.IntN(len(slots))]
+				}
+			}
+			nexts = append(nexts, next)
+			completions = append(completions, Completion{Claim: claimsB[i], Next: next})
+		}
+		if err := batched.CommitAll(bb.ctx, completions); err != nil {
+			t.Fatal(err)
+		}
+		for k, i := range order {
+			if err := single.Commit(sb.ctx, claimsS[i], nexts[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := dump(t, batched, bb), dump(t, single, sb); got != want {
+			t.Fatalf("seed %d: CommitAll left\n%s\nseparate commits left\n%s", seed, got, want)
+		}
+	}
+}
+
+// dump describes what ix holds for the jobs j0..j2 of a one-partition
+// index: each entry, each status, the slot lists and the due set.
+func dump(t *testing.T, ix *Index, b bundle) string {
+	t.Helper()
+	var out []string
+	for j := range 3 {
+		key := keyOf(fmt.Sprint("j", j))
+		for _, slot := range []string{"", "retry", "x"} {
+			e, ok := mustGet(t, ix, key, slot)
+			out = append(out, fmt.Sprintf("%s/%s %v %+v", key, slot, ok, e))
+		}
+		tally, ok := mustStatus(t, ix, key)
+		out = append(out, fmt.Sprintf("status %s %v %+v", key, ok, tally))
+	}
+	keys := ix.parts[0]
+	slotLists, err := b.rdb.HGetAll(b.ctx, keys[keySlots]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := b.rdb.ZRangeWithScores(b.ctx, keys[keyDue], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inflight, err := b.rdb.ZCard(b.ctx, keys[keyInflight]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, fmt.Sprintf("slots %v", slotLists), fmt.Sprintf("due %v", due), fmt.Sprintf("in flight %d", inflight))
+	return strings.Join(out, "\n")
 }

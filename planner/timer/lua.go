@@ -93,15 +93,14 @@ local function status_fields(v)
   return f
 end
 
--- advance records in the status of job that its schedule reached
--- occurrence occ, due at ms, unless it had reached a later one: a later
--- due time, as a schedule started again numbers its occurrences from 1.
-local function advance(job, occ, ms)
-  local f = status_fields(redis.call('HGET', KEYS[5], job))
-  if tonumber(ms) > tonumber(f[2]) then
-    f[1], f[2] = occ, ms
-    redis.call('HSET', KEYS[5], job, table.concat(f, '|'))
-  end
+-- advanced returns packed status v advanced to occurrence occ, due at ms,
+-- or nil when it had reached a later one: a later due time, as a schedule
+-- started again numbers its occurrences from 1.
+local function advanced(v, occ, ms)
+  local f = status_fields(v)
+  if tonumber(ms) <= tonumber(f[2]) then return nil end
+  f[1], f[2] = occ, ms
+  return table.concat(f, '|')
 end
 
 -- claimed returns the due time and the rest of entry id when it carries the
