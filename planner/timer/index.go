@@ -144,15 +144,19 @@ func (ix *Index) partitionCalls(n, width int, item func(i int) (jobKey string, a
 	return calls, nil
 }
 
-// removeScript deletes one entry, pending or claimed.
+// removeScript deletes entries of one partition, pending or claimed.
 //
 //	KEYS[1..5] the partition's keys (see luaLib)
-//	ARGV[1]    entry id
+//	ARGV[1...] entry ids
 //
-// Returns 1 when the entry existed, else 0.
+// Returns how many of the entries existed.
 var removeScript = redis.NewScript(luaLib + `
-remove_slot(ARGV[1])
-return drop(ARGV[1])
+local n = 0
+for _, id in ipairs(ARGV) do
+  remove_slot(id)
+  n = n + drop(id)
+end
+return n
 `)
 
 // Remove deletes the entry (jobKey, slot), pending or claimed; a claim on it
@@ -165,13 +169,17 @@ func (ix *Index) Remove(ctx context.Context, jobKey, slot string) error {
 	return nil
 }
 
-// RemoveAll is Remove for many jobs' entries in one slot, in pipelines.
+// RemoveAll is Remove for many jobs' entries in one slot: those of one
+// partition a Batch at a time in one script call, the calls sent in
+// pipelines.
 func (ix *Index) RemoveAll(ctx context.Context, jobKeys []string, slot string) error {
-	calls := make([]scriptCall, len(jobKeys))
-	for i, k := range jobKeys {
-		calls[i] = scriptCall{keys: ix.keysOf(k), args: []any{entryID(k, slot)}}
+	calls, err := ix.partitionCalls(len(jobKeys), 1, func(i int) (string, []any, error) {
+		return jobKeys[i], []any{entryID(jobKeys[i], slot)}, nil
+	})
+	if err == nil {
+		err = ix.runAll(ctx, removeScript, calls)
 	}
-	if err := ix.runAll(ctx, removeScript, calls); err != nil {
+	if err != nil {
 		return fmt.Errorf("removing %d entries: %w", len(jobKeys), err)
 	}
 	return nil

@@ -72,25 +72,28 @@ type Record struct {
 	Next *Entry
 }
 
-// recordScript records one result in its job's status and schedules the
-// attempt that follows it, unless the result was recorded before.
+// recordScript records results in their jobs' statuses and schedules the
+// attempt that follows each, unless the result was recorded before. It
+// takes the results one after the other, in groups of recordArgs
+// arguments:
 //
 //	KEYS[1..5] the partition's keys (see luaLib)
-//	ARGV[1]    job id
-//	ARGV[2]    attempt tag
-//	ARGV[3]    executions to add
-//	ARGV[4]    failures to add
-//	ARGV[5]    faulted occurrences to add
-//	ARGV[6]    start of the attempt (unix ms), 0 to leave the last execution
-//	ARGV[7]    occurrence reached, 0 for none
-//	ARGV[8]    its expected time (unix ms)
-//	ARGV[9]    next entry id, "" for none
-//	ARGV[10]   next due (unix ms)
-//	ARGV[11]   next packed entry
-//	ARGV[12]   how the attempt ended (contracts.Tally.LastStatus), "" to leave the last status
-//	ARGV[13]   end of the attempt (unix ms)
+//	ARGV[i]    job id
+//	ARGV[i+1]  attempt tag
+//	ARGV[i+2]  executions to add
+//	ARGV[i+3]  failures to add
+//	ARGV[i+4]  faulted occurrences to add
+//	ARGV[i+5]  start of the attempt (unix ms), 0 to leave the last execution
+//	ARGV[i+6]  occurrence reached, 0 for none
+//	ARGV[i+7]  its expected time (unix ms)
+//	ARGV[i+8]  next entry id, "" for none
+//	ARGV[i+9]  next due (unix ms)
+//	ARGV[i+10] next packed entry
+//	ARGV[i+11] how the attempt ended (contracts.Tally.LastStatus), "" to leave the last status
+//	ARGV[i+12] end of the attempt (unix ms)
 //
-// Returns 1 when recorded, 0 when the result had been recorded before.
+// Returns, for each result, 1 when recorded, 0 when it had been recorded
+// before.
 //
 // Results are not recorded in the order their attempts ran: attempts of
 // different occurrences (and runs) overlap, and a result delivered again
@@ -101,50 +104,79 @@ type Record struct {
 // before; they say nothing of order.
 var recordScript = redis.NewScript(luaLib + `
 local TAG_LEN, RECENT = ` + strconv.Itoa(tagLen) + `, ` + strconv.Itoa(recentTags) + `
-local f = status_fields(redis.call('HGET', KEYS[5], ARGV[1]))
-local recent = f[7]
-for i = 1, #recent, TAG_LEN do
-  if string.sub(recent, i, i + TAG_LEN - 1) == ARGV[2] then return 0 end
+local function record(a)
+  local f = status_fields(redis.call('HGET', KEYS[5], a[1]))
+  local recent = f[7]
+  for i = 1, #recent, TAG_LEN do
+    if string.sub(recent, i, i + TAG_LEN - 1) == a[2] then return 0 end
+  end
+  recent = recent .. a[2]
+  if #recent > TAG_LEN * RECENT then
+    recent = string.sub(recent, #recent - TAG_LEN * RECENT + 1)
+  end
+  local function add(i, n)
+    f[i] = string.format('%.0f', tonumber(f[i]) + tonumber(n))
+  end
+  add(3, a[3])
+  add(4, a[4])
+  add(5, a[5])
+  if tonumber(a[5]) > 0 then
+    add(10, 1)
+  elseif a[12] == '` + contracts.LastSucceeded + `' then
+    f[10] = '0'
+  end
+  if a[12] ~= '' and tonumber(a[6]) >= tonumber(f[6]) then f[8], f[9] = a[12], a[13] end
+  if tonumber(a[6]) > tonumber(f[6]) then f[6] = a[6] end
+  if tonumber(a[7]) > 0 and tonumber(a[8]) > tonumber(f[2]) then f[1], f[2] = a[7], a[8] end
+  f[7] = recent
+  redis.call('HSET', KEYS[5], a[1], table.concat(f, '|'))
+  if a[9] ~= '' then
+    put(a[9], a[10], a[11])
+  end
+  return 1
 end
-recent = recent .. ARGV[2]
-if #recent > TAG_LEN * RECENT then
-  recent = string.sub(recent, #recent - TAG_LEN * RECENT + 1)
+local out = {}
+for i = 1, #ARGV, 13 do
+  out[#out + 1] = record({unpack(ARGV, i, i + 12)})
 end
-local function add(i, n)
-  f[i] = string.format('%.0f', tonumber(f[i]) + tonumber(n))
-end
-add(3, ARGV[3])
-add(4, ARGV[4])
-add(5, ARGV[5])
-if tonumber(ARGV[5]) > 0 then
-  add(10, 1)
-elseif ARGV[12] == '` + contracts.LastSucceeded + `' then
-  f[10] = '0'
-end
-if ARGV[12] ~= '' and tonumber(ARGV[6]) >= tonumber(f[6]) then f[8], f[9] = ARGV[12], ARGV[13] end
-if tonumber(ARGV[6]) > tonumber(f[6]) then f[6] = ARGV[6] end
-if tonumber(ARGV[7]) > 0 and tonumber(ARGV[8]) > tonumber(f[2]) then f[1], f[2] = ARGV[7], ARGV[8] end
-f[7] = recent
-redis.call('HSET', KEYS[5], ARGV[1], table.concat(f, '|'))
-if ARGV[9] ~= '' then
-  put(ARGV[9], ARGV[10], ARGV[11])
-end
-return 1
+return out
 `)
 
-// RecordAll records results in pipelines and reports, for each, whether it
-// was recorded now (false: it had been recorded before). On an error some
-// records may have been applied; recording them again is safe.
+// recordArgs is how many arguments each result takes in recordScript.
+const recordArgs = 13
+
+// RecordAll records results, those of one partition a Batch at a time in
+// one script call, the calls sent in pipelines, and reports for each
+// whether it was recorded now (false: it had been recorded before). On an
+// error some records may have been applied; recording them again is safe.
 func (ix *Index) RecordAll(ctx context.Context, records []Record) ([]bool, error) {
-	calls := make([]scriptCall, len(records))
+	// order[p] lists the records of partition p, in the order given.
+	order := make([][]int, ix.cfg.Partitions)
+	args := make([][]any, ix.cfg.Partitions)
 	for i, r := range records {
-		call, err := ix.recordCall(r)
+		a, err := recordArgsOf(r)
 		if err != nil {
 			return nil, err
 		}
-		calls[i] = call
+		p := partitionOf(r.JobKey, ix.cfg.Partitions)
+		order[p] = append(order[p], i)
+		args[p] = append(args[p], a...)
 	}
-	recorded := make([]bool, 0, len(records))
+	type call struct {
+		scriptCall
+		records []int
+	}
+	var calls []call
+	for p := range args {
+		for k := 0; k < len(order[p]); k += ix.cfg.Batch {
+			end := min(k+ix.cfg.Batch, len(order[p]))
+			calls = append(calls, call{
+				scriptCall: scriptCall{keys: ix.parts[p], args: args[p][k*recordArgs : end*recordArgs]},
+				records:    order[p][k:end],
+			})
+		}
+	}
+	recorded := make([]bool, len(records))
 	for group := range slices.Chunk(calls, pipelineDepth) {
 		pipe := ix.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(group))
@@ -153,14 +185,19 @@ func (ix *Index) RecordAll(ctx context.Context, records []Record) ([]bool, error
 		}
 		_, _ = pipe.Exec(ctx) // each command's error is checked below
 		for i, cmd := range cmds {
-			n, err := cmd.Int()
+			res, err := cmd.Int64Slice()
 			if isNoScript(err) {
-				n, err = recordScript.Run(ctx, ix.rdb, group[i].keys, group[i].args...).Int()
+				res, err = recordScript.Run(ctx, ix.rdb, group[i].keys, group[i].args...).Int64Slice()
+			}
+			if err == nil && len(res) != len(group[i].records) {
+				err = fmt.Errorf("the script answered %d results for %d", len(res), len(group[i].records))
 			}
 			if err != nil {
 				return recorded, fmt.Errorf("recording %d results: %w", len(records), err)
 			}
-			recorded = append(recorded, n == 1)
+			for k, n := range res {
+				recorded[group[i].records[k]] = n == 1
+			}
 		}
 	}
 	return recorded, nil
@@ -175,9 +212,10 @@ func (ix *Index) Record(ctx context.Context, r Record) (bool, error) {
 	return recorded[0], nil
 }
 
-func (ix *Index) recordCall(r Record) (scriptCall, error) {
+// recordArgsOf returns the recordScript arguments of r.
+func recordArgsOf(r Record) ([]any, error) {
 	if r.JobKey == "" || r.AttemptID == "" || strings.Contains(r.AttemptID, "|") {
-		return scriptCall{}, fmt.Errorf("recording a result: job key %q or attempt id %q is empty or holds '|'", r.JobKey, r.AttemptID)
+		return nil, fmt.Errorf("recording a result: job key %q or attempt id %q is empty or holds '|'", r.JobKey, r.AttemptID)
 	}
 	started := int64(0)
 	if r.Executions != 0 && !r.Started.IsZero() {
@@ -190,7 +228,7 @@ func (ix *Index) recordCall(r Record) (scriptCall, error) {
 	status, endedMs := "", int64(0)
 	if r.Executions != 0 && r.Status != "" {
 		if !slices.Contains(contracts.LastStatuses, r.Status) {
-			return scriptCall{}, fmt.Errorf("recording a result: status %q is not one of %v", r.Status, contracts.LastStatuses)
+			return nil, fmt.Errorf("recording a result: status %q is not one of %v", r.Status, contracts.LastStatuses)
 		}
 		status = r.Status
 		if !r.Ended.IsZero() {
@@ -201,14 +239,14 @@ func (ix *Index) recordCall(r Record) (scriptCall, error) {
 		started, max(r.Occurrence, 0), occurrenceMs, "", "", "", status, endedMs}
 	if n := r.Next; n != nil {
 		if err := n.validate(); err != nil {
-			return scriptCall{}, fmt.Errorf("recording a result: next entry %s: %w", n.name(), err)
+			return nil, fmt.Errorf("recording a result: next entry %s: %w", n.name(), err)
 		}
 		if n.JobKey != r.JobKey {
-			return scriptCall{}, fmt.Errorf("recording a result: the next entry belongs to another job, %q", n.JobKey)
+			return nil, fmt.Errorf("recording a result: the next entry belongs to another job, %q", n.JobKey)
 		}
 		args[8], args[9], args[10] = entryID(n.JobKey, n.Slot), n.Due.UnixMilli(), n.pack()
 	}
-	return scriptCall{keys: ix.keysOf(r.JobKey), args: args}, nil
+	return args, nil
 }
 
 // Statuses returns the tallies of the jobs in one pipeline; found[i] tells

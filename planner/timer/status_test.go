@@ -2,6 +2,7 @@ package timer
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -332,6 +333,68 @@ func TestRemoveAll(t *testing.T) {
 	}{{"a", "", false}, {"b", "", false}, {"b", "r1", true}, {"c", "", true}} {
 		if _, ok := mustGet(t, ix, keyOf(c.job), c.slot); ok != c.want {
 			t.Errorf("%s#%s present: %v, want %v", c.job, c.slot, ok, c.want)
+		}
+	}
+}
+
+// TestRecordAllTakesResultsAsOneAtATime records random results (results
+// recorded twice, several of one job, some with a next attempt) with one
+// RecordAll over several partitions and script calls, and one Record after
+// another on a second index, and requires the same answers, statuses and
+// next entries of both.
+func TestRecordAllTakesResultsAsOneAtATime(t *testing.T) {
+	t.Parallel()
+	const jobs = 12
+	for seed := range uint64(10) {
+		rnd := rand.New(rand.NewPCG(seed, 2))
+		all, _ := setup(t, Config{Partitions: 3, Batch: 7})
+		each, _ := setup(t, Config{Partitions: 3, Batch: 7})
+		var records []Record
+		for range 200 {
+			job := fmt.Sprint("j", rnd.IntN(jobs))
+			started := t0.Add(time.Duration(rnd.IntN(100)) * time.Second)
+			r := Record{
+				JobKey: keyOf(job), AttemptID: attemptID(rnd.IntN(60)), Executions: 1, Started: started,
+				Status: contracts.LastStatuses[rnd.IntN(len(contracts.LastStatuses))], Ended: started.Add(time.Second),
+				Occurrence: rnd.Int64N(5), OccurrenceTime: started,
+			}
+			if r.Status != contracts.LastSucceeded {
+				r.Failures = 1
+			}
+			if r.Status == contracts.LastFaulted {
+				r.Faulted = 1
+			}
+			if rnd.IntN(3) == 0 {
+				next := entry(job, "retry", started.Add(time.Minute))
+				r.Next = &next
+			}
+			records = append(records, r)
+		}
+		got, err := all.RecordAll(t.Context(), records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range records {
+			want, err := each.Record(t.Context(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i] != want {
+				t.Fatalf("seed %d: record %d: RecordAll answered %v, Record %v", seed, i, got[i], want)
+			}
+		}
+		for j := range jobs {
+			key := keyOf(fmt.Sprint("j", j))
+			gotTally, gotFound := mustStatus(t, all, key)
+			wantTally, wantFound := mustStatus(t, each, key)
+			if gotTally != wantTally || gotFound != wantFound {
+				t.Fatalf("seed %d: %s: RecordAll left %+v (%v), Record %+v (%v)", seed, key, gotTally, gotFound, wantTally, wantFound)
+			}
+			gotNext, gotOK := mustGet(t, all, key, "retry")
+			wantNext, wantOK := mustGet(t, each, key, "retry")
+			if gotOK != wantOK || !gotNext.Due.Equal(wantNext.Due) {
+				t.Fatalf("seed %d: %s: RecordAll's next %v (%v), Record's %v (%v)", seed, key, gotNext.Due, gotOK, wantNext.Due, wantOK)
+			}
 		}
 	}
 }
