@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/jobscheduler/scheduler/actions/builtin"
 	"github.com/jobscheduler/scheduler/actions/httpaction"
@@ -176,6 +177,7 @@ type benchSystem struct {
 	js      jetstream.JetStream
 	store   *store.Store
 	timer   *timer.Index
+	rdb     redis.UniversalClient
 }
 
 // startBench runs a planner with its defaults (500 ms lookahead, executions
@@ -233,7 +235,7 @@ func startBench(b *testing.B, workers int, publishAhead time.Duration) *benchSys
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchSystem{planner: p, js: js, store: st, timer: ix}
+	return &benchSystem{planner: p, js: js, store: st, timer: ix, rdb: rdb}
 }
 
 // importJobs writes n one-time jobs, job i due at due(i), each a POST to
@@ -298,8 +300,11 @@ func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) tim
 
 // BenchmarkActionsBurst: 20,000 one-time HTTP jobs due at the same
 // instant, with one and with two workers. Reports the actions per second
-// from the due time to the last call, the calls' lateness, and how long
-// after the due time every result was processed.
+// from the due time to the last call, the calls' lateness, how long after
+// the due time every result was processed, and the CPU each action cost
+// from the import to then: this process's (every role and the NATS server)
+// and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
+// CPU profile of that window.
 func BenchmarkActionsBurst(b *testing.B) {
 	const n = 20_000
 	for _, workers := range []int{1, 2} {
@@ -309,9 +314,11 @@ func BenchmarkActionsBurst(b *testing.B) {
 				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
 				k := newSink(b, n, func(int) time.Time { return due })
 				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
+				cpu := testkit.StartCPUWindow(b, s.rdb, "action")
 				k.wait(b, time.Until(due)+5*time.Minute)
 				k.report(b, true)
 				settled := s.waitSettled(b, n, 5*time.Minute)
+				cpu.Stop(n)
 				b.ReportMetric(settled.Sub(due).Seconds(), "s-to-settle")
 				k.check(b)
 			}

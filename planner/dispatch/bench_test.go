@@ -86,6 +86,7 @@ func burst(b *testing.B, planners, n int) {
 	publishCeiling := publishCeiling(b, e, due, n)
 	redisCeiling := claimCommitCeiling(b, e, due, n)
 
+	cpu := testkit.StartCPUWindow(b, e.rdb, "occurrence")
 	start := time.Now()
 	e.clock.Set(due)
 	for _, d := range ds {
@@ -93,6 +94,7 @@ func burst(b *testing.B, planners, n int) {
 	}
 	testkit.Eventually(b, 5*time.Minute, func() bool { return e.count(b) >= n }, "not all published")
 	elapsed := time.Since(start)
+	cpu.Stop(n)
 	rate := float64(n) / elapsed.Seconds()
 	b.ReportMetric(elapsed.Seconds(), "s-to-publish-all")
 	b.ReportMetric(rate, "occurrences/s")
@@ -159,6 +161,8 @@ func publishCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
 	}
 	subject := "ceiling." + strings.TrimPrefix(tmpl.Subject, contracts.ExecSubjectPrefix)
 	traceParent := tmpl.Header.Get(contracts.TraceParentHeader)
+	cpu := testkit.StartCPUWindow(b, nil, "ceiling-msg")
+	defer cpu.Stop(n)
 	start := time.Now()
 	for i := range n {
 		m := nats.NewMsg(subject)
@@ -207,6 +211,8 @@ func claimCommitCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
 		b.Fatal(err)
 	}
 	batch := Config{}.withDefaults().Batch
+	cpu := testkit.StartCPUWindow(b, e.rdb, "ceiling-occ")
+	defer cpu.Stop(n)
 	start := time.Now()
 	claimed := 0
 	for {
