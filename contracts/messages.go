@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -58,7 +59,21 @@ func OccurrenceKey(job JobRef, due time.Time, action ActionName, attempt int) st
 	if due.Nanosecond() != 0 {
 		layout = "20060102T150405.000Z"
 	}
-	return fmt.Sprintf("%s/%s/%s/%d", job.Key(), due.Format(layout), action, attempt)
+	b := make([]byte, 0, 80)
+	b = append(b, job.Subscription...)
+	b = append(b, '/')
+	b = append(b, job.ResourceGroup...)
+	b = append(b, '/')
+	b = append(b, job.Collection...)
+	b = append(b, '/')
+	b = append(b, job.Job...)
+	b = append(b, '/')
+	b = due.AppendFormat(b, layout)
+	b = append(b, '/')
+	b = append(b, action...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	return string(b)
 }
 
 // OccurrenceID returns the first 32 hex digits of the SHA-256 of the
@@ -66,7 +81,13 @@ func OccurrenceKey(job JobRef, due time.Time, action ActionName, attempt int) st
 // attempt twice publishes the same id: it is the Nats-Msg-Id of the
 // execution, the idempotency key sent to the target and the execution tag.
 func OccurrenceID(job JobRef, due time.Time, action ActionName, attempt int) string {
-	sum := sha256.Sum256([]byte(OccurrenceKey(job, due, action, attempt)))
+	return OccurrenceIDOf(OccurrenceKey(job, due, action, attempt))
+}
+
+// OccurrenceIDOf returns the OccurrenceID of an attempt from its
+// OccurrenceKey.
+func OccurrenceIDOf(key string) string {
+	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:16])
 }
 

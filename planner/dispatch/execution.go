@@ -43,7 +43,8 @@ func AttemptIdentity(ref contracts.JobRef, occurrence int64, expected time.Time,
 	if occurrence == 0 {
 		label += "/run"
 	}
-	return contracts.OccurrenceID(ref, expected, label, attempt), contracts.OccurrenceKey(ref, expected, label, attempt)
+	key = contracts.OccurrenceKey(ref, expected, label, attempt)
+	return contracts.OccurrenceIDOf(key), key
 }
 
 // nextEntry is the occurrence after a dispatched one, or nil when the job
