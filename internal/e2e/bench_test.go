@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
@@ -142,20 +143,9 @@ func callsAlone(b *testing.B, n, concurrency, rounds int) time.Duration {
 				<-go1
 				slots <- struct{}{}
 				defer func() { <-slots }()
-				req, err := http.NewRequest(http.MethodPost, k.URL+"/hook", strings.NewReader("{}"))
-				if err != nil {
+				if err := callSink(client, k.URL, i, instant); err != nil {
 					b.Error(err)
-					return
 				}
-				req.Header.Set(httpaction.HeaderJobID, fmt.Sprintf("job-%07d", i))
-				req.Header.Set(httpaction.HeaderExpectedExecutionTime, instant.UTC().Format(loadtest.DueLayout))
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
 			})
 		}
 		<-time.After(time.Until(instant))
@@ -170,6 +160,23 @@ func callsAlone(b *testing.B, n, concurrency, rounds int) time.Duration {
 	return r.Lateness.P99
 }
 
+// callSink makes the call of job i due at due to the sink at url, as a
+// worker's HTTP action would.
+func callSink(client *http.Client, url string, i int, due time.Time) error {
+	req, err := http.NewRequest(http.MethodPost, url+"/hook", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set(httpaction.HeaderJobID, fmt.Sprintf("job-%07d", i))
+	req.Header.Set(httpaction.HeaderExpectedExecutionTime, due.UTC().Format(loadtest.DueLayout))
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
 // benchSystem is a running scheduler on the real clock, with the job store
 // and the timer open beside it.
 type benchSystem struct {
@@ -178,6 +185,7 @@ type benchSystem struct {
 	store   *store.Store
 	timer   *timer.Index
 	rdb     redis.UniversalClient
+	ns      *server.Server
 }
 
 // startBench runs a planner with its defaults (500 ms lookahead, executions
@@ -235,7 +243,7 @@ func startBench(b *testing.B, workers int, publishAhead time.Duration) *benchSys
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchSystem{planner: p, js: js, store: st, timer: ix, rdb: rdb}
+	return &benchSystem{planner: p, js: js, store: st, timer: ix, rdb: rdb, ns: ns}
 }
 
 // importJobs writes n one-time jobs, job i due at due(i), each a POST to
@@ -304,19 +312,23 @@ func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) tim
 // the due time every result was processed, and the CPU each action cost
 // from the import to then: this process's (every role and the NATS server)
 // and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
-// CPU profile of that window.
+// CPU profile of that window. Before the jobs are written it measures the
+// ceilings of the run (actionCeilings), and reports the actions per second
+// as a fraction of their combined ceiling.
 func BenchmarkActionsBurst(b *testing.B) {
 	const n = 20_000
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
 				s := startBench(b, workers, 0)
+				ceiling := actionCeilings(b, s.ns, n)
 				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
 				k := newSink(b, n, func(int) time.Time { return due })
 				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
 				cpu := testkit.StartCPUWindow(b, s.rdb, "action")
 				k.wait(b, time.Until(due)+5*time.Minute)
 				k.report(b, true)
+				b.ReportMetric(k.Results().CallsPerSecond()/ceiling, "of-combined-ceiling")
 				settled := s.waitSettled(b, n, 5*time.Minute)
 				cpu.Stop(n)
 				b.ReportMetric(settled.Sub(due).Seconds(), "s-to-settle")
