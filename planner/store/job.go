@@ -376,12 +376,17 @@ func (s *Store) changeEnabled(ctx context.Context, key string, r jobRecord, revi
 	if err != nil {
 		return false, fmt.Errorf("encoding job %s: %w", key, err)
 	}
-	if _, err := s.kv.Update(ctx, key, value, revision); err != nil {
+	rev, err := s.kv.Update(ctx, key, value, revision)
+	if err != nil {
 		if isMismatch(err) {
 			return false, err
 		}
 		return false, fmt.Errorf("%s job %s: %w", doing, key, err)
 	}
+	// r was decoded from the bucket and changed only in fields that encode
+	// and decode to themselves: it is what decoding value gives, so the
+	// watch that brings the change back need not decode it.
+	s.records.put(key, rev, r)
 	return true, nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -641,4 +642,40 @@ func TestEndJobAtARevisionSeen(t *testing.T) {
 			t.Fatalf("EndJobAt: %v, %v", ended, err)
 		}
 	})
+}
+
+// A job ended or paused is kept decoded at the revision written, exactly
+// as decoding what was written gives it: the watch that brings the change
+// back reads it from there.
+func TestAChangedJobIsKeptDecodedAtItsNewRevision(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	mustPutCollection(t, s, collRef)
+	j, err := s.CreateJob(ctx, newJob(collRef.Job("ended")), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetJob(ctx, j.Ref); err != nil { // decoded at its revision
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 9, 1, 10, 0, 0, 123456789, time.UTC)
+	if ended, err := s.EndJobAt(ctx, j.Ref, j.Revision, contracts.JobStateCompleted, at); err != nil || !ended {
+		t.Fatalf("EndJobAt: %v, %v", ended, err)
+	}
+	e, err := s.kv.Get(ctx, j.Ref.KVKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := s.records.get(e.Key(), e.Revision(), false)
+	if !ok {
+		t.Fatal("the ended job is not kept decoded at the revision written")
+	}
+	var decoded jobRecord
+	if err := json.Unmarshal(e.Value(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cached, decoded) {
+		t.Errorf("kept %+v\ndecoding what was written gives %+v", cached, decoded)
+	}
 }
