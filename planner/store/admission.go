@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -234,7 +233,10 @@ func (w *collectionWatch) run(ctx context.Context, kw jetstream.KeyWatcher, lost
 	for {
 		select {
 		case <-ctx.Done():
-			w.end(errors.New("stopped after a while without creates"))
+			// Stopped idle, with no creator waiting, or by a creator whose
+			// write it did not reach in time: those waiting with it may try
+			// again, on a new watch.
+			w.end(errAdmissionLost)
 			return
 		case <-lost:
 			w.end(errAdmissionLost)
