@@ -15,6 +15,7 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/internal/transient"
 )
 
 func assertJob(t *testing.T, got, want Job) {
@@ -450,6 +451,9 @@ func TestNoJobOutlivesItsCollection(t *testing.T) {
 					_, err := s.CreateJob(ctx, newJob(ref.Job(fmt.Sprintf("w%d-%d", w, i))), 0)
 					if errors.Is(err, ErrNotFound) {
 						return
+					}
+					if transient.Is(err) {
+						continue // given up, as a loaded machine may: a client tries again
 					}
 					if err != nil {
 						t.Error(err)
