@@ -135,7 +135,7 @@ func publishCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
 		b.Fatal(err)
 	}
 	c := timer.Claim{Entry: timer.Entry{JobKey: ref.KVKey(), Due: due, Expected: due, Occurrence: 1, Action: contracts.MainAction}}
-	tmpl, err := buildExecution(e.sealer, c, job, due, time.Minute, true)
+	tmpl, err := buildExecution(e.sealer, c, &cached{job: job}, due, time.Minute, true)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -271,7 +271,7 @@ func (d *Dispatcher) prepare(ctx context.Context, claims []timer.Claim, now time
 			*errs = append(*errs, d.skip(ctx, c, next))
 			continue
 		}
-		msg, err := buildExecution(d.cfg.Sealer, c, job.job, now, d.cfg.ActionTimeout, lastOccurrence(c, next))
+		msg, err := buildExecution(d.cfg.Sealer, c, job, now, d.cfg.ActionTimeout, lastOccurrence(c, next))
 		if err != nil {
 			d.cfg.Logger.Error("building an execution", slog.String("job", c.JobKey), slog.String("error", err.Error()))
 			*errs = append(*errs, d.skip(ctx, c, next))

@@ -12,7 +12,6 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/planner"
-	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
@@ -95,17 +94,10 @@ func lastOccurrence(c timer.Claim, next *timer.Entry) bool {
 // buildExecution builds the message of a claimed attempt of job j, its
 // action's secrets sealed for the attempt and for where the action sends
 // them, so that a worker opens them only for the action as sent.
-func buildExecution(sealer *seal.Sealer, c timer.Claim, j store.Job, now time.Time, timeout time.Duration, last bool) (*nats.Msg, error) {
-	action := j.Properties.Action.ActionOf(c.Action)
-	if action == nil {
-		return nil, fmt.Errorf("the job has no %s", c.Action)
-	}
+func buildExecution(sealer *seal.Sealer, c timer.Claim, cj *cached, now time.Time, timeout time.Duration, last bool) (*nats.Msg, error) {
+	j := cj.job
 	id, key := AttemptIdentity(j.Ref, c.Occurrence, c.Expected, c.Action, c.Attempt)
-	// The error action is sent as an action of its own: it never carries
-	// another.
-	single := *action
-	single.ErrorAction = nil
-	sealed, err := json.Marshal(sealer.SealAction(&single, id))
+	sealed, err := cj.actionJSON(sealer, c.Action, id)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +121,41 @@ func buildExecution(sealer *seal.Sealer, c timer.Claim, j store.Job, now time.Ti
 			contracts.TraceParentHeader: {contracts.TraceParent(id)},
 		},
 	}, nil
+}
+
+// actionJSON returns the JSON of the job's action name as the execution of
+// attempt id carries it: as an action of its own (the error action never
+// carries another), its secrets sealed for the attempt. An action without
+// a secret reads the same for every attempt: its JSON is kept with the
+// job (a job that changes is cached anew), and shared, never changed.
+func (cj *cached) actionJSON(sealer *seal.Sealer, name contracts.ActionName, id string) ([]byte, error) {
+	if b, ok := cj.plain.Load(name); ok {
+		return b.([]byte), nil
+	}
+	action := cj.job.Properties.Action.ActionOf(name)
+	if action == nil {
+		return nil, fmt.Errorf("the job has no %s", name)
+	}
+	single := *action
+	single.ErrorAction = nil
+	b, err := json.Marshal(sealer.SealAction(&single, id))
+	if err != nil {
+		return nil, err
+	}
+	if !hasSecret(&single) {
+		cj.plain.Store(name, b)
+	}
+	return b, nil
+}
+
+// hasSecret reports whether any secret of a is set.
+func hasSecret(a *contracts.JobAction) bool {
+	for _, s := range a.Secrets() {
+		if *s.Value != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // executionSize is about the size of an execution without its action.

@@ -11,6 +11,7 @@ import (
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/seal/sealtest"
+	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
 // A job written by a planner before format v2 of internal/seal still runs,
@@ -113,5 +114,68 @@ func TestAppendExecutionEncodesAsJSONMarshal(t *testing.T) {
 				t.Errorf("appendExecution:\n%s\njson.Marshal:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// An action without a secret is encoded once per job and carried as it is
+// by every attempt; one with a secret is sealed for each attempt, and
+// opens only for it.
+func TestAnActionIsSealedForEachAttemptOnlyWhenItHasASecret(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	start := t0.Add(time.Minute).Format(time.RFC3339)
+	plain := e.addJob(t, "plain", fmt.Sprintf(`{"startTime": %q, "action": {"type": "Https", "request": {"uri": "https://example.com/hook", "method": "POST"},
+		"errorAction": {"type": "Https", "request": {"uri": "https://example.com/error", "method": "POST",
+			"authentication": {"type": "Basic", "username": "u", "password": "ERROR-PASSWORD"}}}}}`, start))
+	secret := e.addJob(t, "secret", fmt.Sprintf(`{"startTime": %q, "action": {"type": "Https", "request": {"uri": "https://example.com/hook", "method": "POST",
+		"authentication": {"type": "Basic", "username": "u", "password": "PASSWORD"}}}}`, start))
+	build := func(cj *cached, action contracts.ActionName, attempt int) contracts.Execution {
+		t.Helper()
+		c := timer.Claim{Entry: timer.Entry{JobKey: cj.job.Ref.KVKey(), Due: t0, Expected: t0, Occurrence: 1, Action: action, Attempt: attempt}}
+		m, err := buildExecution(e.sealer, c, cj, t0, time.Minute, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := contracts.DecodeExecution(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	open := func(x contracts.Execution, id string) (*contracts.JobAction, error) {
+		var sealed contracts.JobAction
+		if err := json.Unmarshal(x.Action, &sealed); err != nil {
+			t.Fatal(err)
+		}
+		return e.sealer.OpenAction(&sealed, id)
+	}
+
+	cj := &cached{job: plain}
+	first, second := build(cj, contracts.MainAction, 0), build(cj, contracts.MainAction, 1)
+	if string(first.Action) != string(second.Action) || strings.Contains(string(first.Action), "errorAction") {
+		t.Errorf("the actions of two attempts of a job without a secret: %s and %s", first.Action, second.Action)
+	}
+	if _, ok := cj.plain.Load(contracts.MainAction); !ok {
+		t.Error("the action without a secret is not kept with the job")
+	}
+	// Its error action has one: sealed for each attempt, never kept.
+	errFirst, errSecond := build(cj, contracts.ErrorAction, 0), build(cj, contracts.ErrorAction, 1)
+	if string(errFirst.Action) == string(errSecond.Action) {
+		t.Error("the error action's secret is sealed the same for two attempts")
+	}
+	if _, ok := cj.plain.Load(contracts.ErrorAction); ok {
+		t.Error("an action with a secret is kept with the job")
+	}
+	if a, err := open(errSecond, errSecond.OccurrenceID); err != nil || a.Request.Authentication.Password != "ERROR-PASSWORD" {
+		t.Errorf("the error action opened as %+v (%v)", a, err)
+	}
+
+	sj := &cached{job: secret}
+	one, two := build(sj, contracts.MainAction, 0), build(sj, contracts.MainAction, 1)
+	if _, err := open(two, one.OccurrenceID); err == nil {
+		t.Error("the second attempt's secret opens for the first attempt")
+	}
+	if a, err := open(two, two.OccurrenceID); err != nil || a.Request.Authentication.Password != "PASSWORD" {
+		t.Errorf("the second attempt's action opened as %+v (%v)", a, err)
 	}
 }

@@ -17,6 +17,9 @@ import (
 type cached struct {
 	job   store.Job
 	sched *planner.Schedule
+	// plain keeps, by action name, the JSON the executions carry of an
+	// action without a secret (see actionJSON).
+	plain sync.Map
 }
 
 // compileError names the job whose schedule did not compile.
