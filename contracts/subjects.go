@@ -57,7 +57,11 @@ const (
 // other than letters, digits, '-' and '_' become "=XX" (hex), which keeps
 // '.', '*', '>', '(' and ')' out of subjects and keys.
 func Token(name string) string {
+	if tokenSafe(name) {
+		return name // most names: nothing to fold or escape
+	}
 	var b strings.Builder
+	b.Grow(len(name) * 3)
 	for _, c := range []byte(strings.ToLower(name)) {
 		switch {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
@@ -70,6 +74,19 @@ func Token(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// tokenSafe reports whether Token returns name as it is: lower-case
+// letters, digits, '-' and '_' only.
+func tokenSafe(name string) bool {
+	for i := range len(name) {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ParseToken reverses Token: it decodes "=XX" escapes. Letters come back in
@@ -110,6 +127,11 @@ func (c CollectionRef) Tokens() string {
 	return Token(c.Subscription) + "." + Token(c.ResourceGroup) + "." + Token(c.Collection)
 }
 
+// tokens returns the collection's three tokens.
+func (c CollectionRef) tokens() (sub, rg, coll string) {
+	return Token(c.Subscription), Token(c.ResourceGroup), Token(c.Collection)
+}
+
 // KVKey returns the collection's key in JobsBucket: "c.<sub>.<rg>.<collection>".
 func (c CollectionRef) KVKey() string { return "c." + c.Tokens() }
 
@@ -127,10 +149,16 @@ func (r JobRef) CollectionRef() CollectionRef {
 }
 
 // Tokens returns "<sub>.<rg>.<collection>.<job>" as subject tokens.
-func (r JobRef) Tokens() string { return r.CollectionRef().Tokens() + "." + Token(r.Job) }
+func (r JobRef) Tokens() string {
+	sub, rg, coll := r.CollectionRef().tokens()
+	return sub + "." + rg + "." + coll + "." + Token(r.Job)
+}
 
 // KVKey returns the job's key in JobsBucket: "j.<sub>.<rg>.<collection>.<job>".
-func (r JobRef) KVKey() string { return JobKeyOfTokens(r.Tokens()) }
+func (r JobRef) KVKey() string {
+	sub, rg, coll := r.CollectionRef().tokens()
+	return jobKeyPrefix + sub + "." + rg + "." + coll + "." + Token(r.Job)
+}
 
 // jobKeyPrefix starts the KV key of every job.
 const jobKeyPrefix = "j."

@@ -9,6 +9,8 @@ func TestToken(t *testing.T) {
 		"rg.with(dot)": "rg=2Ewith=28dot=29",
 		"a_b-c9":       "a_b-c9",
 		"x*y>z":        "x=2Ay=3Ez",
+		"Été":          "=C3=A9t=C3=A9",
+		"":             "",
 	} {
 		if got := Token(in); got != want {
 			t.Errorf("Token(%q) = %q, want %q", in, got, want)
@@ -48,6 +50,24 @@ func TestParseTokenReversesToken(t *testing.T) {
 	for _, bad := range []string{"a=4", "a=zz", "a.b", "A"} {
 		if _, err := ParseToken(bad); err == nil {
 			t.Errorf("ParseToken(%q) accepted", bad)
+		}
+	}
+}
+
+// A job's tokens and key are its collection's tokens and its own name's
+// token, joined, whatever its names hold.
+func TestAJobsTokensAndKeyJoinItsNamesTokens(t *testing.T) {
+	t.Parallel()
+	for _, r := range []JobRef{
+		{Subscription: "sub", ResourceGroup: "rg", Collection: "jobs", Job: "nightly"},
+		{Subscription: "Sub-1", ResourceGroup: "rg.with(dot)", Collection: "Été", Job: "x*y>z"},
+	} {
+		tokens := r.CollectionRef().Tokens() + "." + Token(r.Job)
+		if got := r.Tokens(); got != tokens {
+			t.Errorf("%+v: Tokens = %q, want %q", r, got, tokens)
+		}
+		if got, want := r.KVKey(), JobKeyOfTokens(tokens); got != want {
+			t.Errorf("%+v: KVKey = %q, want %q", r, got, want)
 		}
 	}
 }
