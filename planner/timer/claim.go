@@ -245,11 +245,8 @@ local function touch(id)
 end
 local n = 0
 for i = 1, #ARGV, 7 do
-  local id, token, next = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local v = state[id]
-  local t, at
-  if v and token ~= '' then t, at = parse(v) end
-  if t == token and at and at ~= '' then
+  local id, next = ARGV[i], ARGV[i + 2]
+  if claim_of(state[id], ARGV[i + 1]) then
     if next ~= id then
       touch(id)
       state[id], due[id] = false, false

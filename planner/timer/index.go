@@ -127,6 +127,7 @@ func (ix *Index) entryCalls(entries []Entry) ([]scriptCall, error) {
 // arguments of item i; its error stops the grouping.
 func (ix *Index) partitionCalls(n, width int, item func(i int) (jobKey string, args []any, err error)) ([]scriptCall, error) {
 	args := make([][]any, ix.cfg.Partitions)
+	items := make([][]int, ix.cfg.Partitions)
 	for i := range n {
 		jobKey, a, err := item(i)
 		if err != nil {
@@ -134,11 +135,13 @@ func (ix *Index) partitionCalls(n, width int, item func(i int) (jobKey string, a
 		}
 		p := partitionOf(jobKey, ix.cfg.Partitions)
 		args[p] = append(args[p], a...)
+		items[p] = append(items[p], i)
 	}
 	var calls []scriptCall
-	for p, a := range args {
-		for chunk := range slices.Chunk(a, width*ix.cfg.Batch) {
-			calls = append(calls, scriptCall{keys: ix.parts[p], args: chunk})
+	for p := range args {
+		for k := 0; k < len(items[p]); k += ix.cfg.Batch {
+			end := min(k+ix.cfg.Batch, len(items[p]))
+			calls = append(calls, scriptCall{keys: ix.parts[p], args: args[p][k*width : end*width], items: items[p][k:end]})
 		}
 	}
 	return calls, nil
@@ -362,6 +365,9 @@ func pipelinePartitions[C redis.Cmder](ctx context.Context, ix *Index, cmd func(
 type scriptCall struct {
 	keys partitionKeys
 	args []any
+	// items are the indexes of the items whose arguments the call
+	// takes, in order (partitionCalls fills it).
+	items []int
 }
 
 // pipelineDepth is the most script calls runAll sends in one pipeline.
@@ -372,8 +378,18 @@ const pipelineDepth = 64
 // cache was emptied) run again with EVAL, so the script must be safe to
 // repeat after it did not run.
 func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+	return ix.runEach(ctx, script, calls, nil)
+}
+
+// runEach is runAll handing each call's answer to read, when set, in the
+// order of calls; read's error stops it.
+func (ix *Index) runEach(ctx context.Context, script *redis.Script, calls []scriptCall, read func(scriptCall, *redis.Cmd) error) error {
 	if len(calls) == 1 {
-		return script.Run(ctx, ix.rdb, calls[0].keys, calls[0].args...).Err()
+		cmd := script.Run(ctx, ix.rdb, calls[0].keys, calls[0].args...)
+		if err := cmd.Err(); err != nil || read == nil {
+			return err
+		}
+		return read(calls[0], cmd)
 	}
 	for group := range slices.Chunk(calls, pipelineDepth) {
 		pipe := ix.rdb.Pipeline()
@@ -383,12 +399,16 @@ func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scrip
 		}
 		_, _ = pipe.Exec(ctx) // each command's error is checked below
 		for i, cmd := range cmds {
-			err := cmd.Err()
-			if isNoScript(err) {
-				err = script.Run(ctx, ix.rdb, group[i].keys, group[i].args...).Err()
+			if isNoScript(cmd.Err()) {
+				cmd = script.Run(ctx, ix.rdb, group[i].keys, group[i].args...)
 			}
-			if err != nil {
+			if err := cmd.Err(); err != nil {
 				return err
+			}
+			if read != nil {
+				if err := read(group[i], cmd); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -103,14 +103,18 @@ local function advanced(v, occ, ms)
   return table.concat(f, '|')
 end
 
--- claimed returns the due time and the rest of entry id when it carries the
--- non-empty claim token, else nil.
-local function claimed(id, token)
-  if token == '' then return nil end
-  local v = redis.call('HGET', KEYS[3], id)
-  if not v then return nil end
+-- claim_of returns the due time and the rest of packed entry v (false or
+-- nil when absent) when it carries the non-empty claim token, else nil.
+local function claim_of(v, token)
+  if token == '' or not v then return nil end
   local t, due, rest = parse(v)
   if t ~= token or due == '' then return nil end
   return due, rest
+end
+
+-- claimed is claim_of for the stored entry id.
+local function claimed(id, token)
+  if token == '' then return nil end
+  return claim_of(redis.call('HGET', KEYS[3], id), token)
 end
 `

@@ -150,55 +150,29 @@ const recordArgs = 13
 // whether it was recorded now (false: it had been recorded before). On an
 // error some records may have been applied; recording them again is safe.
 func (ix *Index) RecordAll(ctx context.Context, records []Record) ([]bool, error) {
-	// order[p] lists the records of partition p, in the order given.
-	order := make([][]int, ix.cfg.Partitions)
-	args := make([][]any, ix.cfg.Partitions)
-	for i, r := range records {
-		a, err := recordArgsOf(r)
-		if err != nil {
-			return nil, err
-		}
-		p := partitionOf(r.JobKey, ix.cfg.Partitions)
-		order[p] = append(order[p], i)
-		args[p] = append(args[p], a...)
-	}
-	type call struct {
-		scriptCall
-		records []int
-	}
-	var calls []call
-	for p := range args {
-		for k := 0; k < len(order[p]); k += ix.cfg.Batch {
-			end := min(k+ix.cfg.Batch, len(order[p]))
-			calls = append(calls, call{
-				scriptCall: scriptCall{keys: ix.parts[p], args: args[p][k*recordArgs : end*recordArgs]},
-				records:    order[p][k:end],
-			})
-		}
+	calls, err := ix.partitionCalls(len(records), recordArgs, func(i int) (string, []any, error) {
+		args, err := recordArgsOf(records[i])
+		return records[i].JobKey, args, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	recorded := make([]bool, len(records))
-	for group := range slices.Chunk(calls, pipelineDepth) {
-		pipe := ix.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(group))
-		for i, c := range group {
-			cmds[i] = recordScript.EvalSha(ctx, pipe, c.keys, c.args...)
+	err = ix.runEach(ctx, recordScript, calls, func(c scriptCall, cmd *redis.Cmd) error {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return err
 		}
-		_, _ = pipe.Exec(ctx) // each command's error is checked below
-		for i, cmd := range cmds {
-			res, err := cmd.Int64Slice()
-			if isNoScript(err) {
-				res, err = recordScript.Run(ctx, ix.rdb, group[i].keys, group[i].args...).Int64Slice()
-			}
-			if err == nil && len(res) != len(group[i].records) {
-				err = fmt.Errorf("the script answered %d results for %d", len(res), len(group[i].records))
-			}
-			if err != nil {
-				return recorded, fmt.Errorf("recording %d results: %w", len(records), err)
-			}
-			for k, n := range res {
-				recorded[group[i].records[k]] = n == 1
-			}
+		if len(res) != len(c.items) {
+			return fmt.Errorf("the script answered %d results for %d", len(res), len(c.items))
 		}
+		for k, n := range res {
+			recorded[c.items[k]] = n == 1
+		}
+		return nil
+	})
+	if err != nil {
+		return recorded, fmt.Errorf("recording %d results: %w", len(records), err)
 	}
 	return recorded, nil
 }
