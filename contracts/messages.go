@@ -59,14 +59,7 @@ func OccurrenceKey(job JobRef, due time.Time, action ActionName, attempt int) st
 	if due.Nanosecond() != 0 {
 		layout = "20060102T150405.000Z"
 	}
-	b := make([]byte, 0, 80)
-	b = append(b, job.Subscription...)
-	b = append(b, '/')
-	b = append(b, job.ResourceGroup...)
-	b = append(b, '/')
-	b = append(b, job.Collection...)
-	b = append(b, '/')
-	b = append(b, job.Job...)
+	b := append(make([]byte, 0, 80), job.Key()...)
 	b = append(b, '/')
 	b = due.AppendFormat(b, layout)
 	b = append(b, '/')

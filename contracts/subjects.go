@@ -64,7 +64,7 @@ func Token(name string) string {
 	b.Grow(len(name) * 3)
 	for _, c := range []byte(strings.ToLower(name)) {
 		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		case tokenByte(c):
 			b.WriteByte(c)
 		default:
 			const hex = "0123456789ABCDEF"
@@ -76,13 +76,16 @@ func Token(name string) string {
 	return b.String()
 }
 
-// tokenSafe reports whether Token returns name as it is: lower-case
-// letters, digits, '-' and '_' only.
+// tokenByte reports whether Token keeps byte c as it is: a lower-case
+// letter, a digit, '-' or '_'.
+func tokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+// tokenSafe reports whether Token returns name as it is.
 func tokenSafe(name string) bool {
 	for i := range len(name) {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
+		if !tokenByte(name[i]) {
 			return false
 		}
 	}
@@ -127,11 +130,6 @@ func (c CollectionRef) Tokens() string {
 	return Token(c.Subscription) + "." + Token(c.ResourceGroup) + "." + Token(c.Collection)
 }
 
-// tokens returns the collection's three tokens.
-func (c CollectionRef) tokens() (sub, rg, coll string) {
-	return Token(c.Subscription), Token(c.ResourceGroup), Token(c.Collection)
-}
-
 // KVKey returns the collection's key in JobsBucket: "c.<sub>.<rg>.<collection>".
 func (c CollectionRef) KVKey() string { return "c." + c.Tokens() }
 
@@ -149,15 +147,15 @@ func (r JobRef) CollectionRef() CollectionRef {
 }
 
 // Tokens returns "<sub>.<rg>.<collection>.<job>" as subject tokens.
-func (r JobRef) Tokens() string {
-	sub, rg, coll := r.CollectionRef().tokens()
-	return sub + "." + rg + "." + coll + "." + Token(r.Job)
-}
+func (r JobRef) Tokens() string { return r.tokensAfter("") }
 
 // KVKey returns the job's key in JobsBucket: "j.<sub>.<rg>.<collection>.<job>".
-func (r JobRef) KVKey() string {
-	sub, rg, coll := r.CollectionRef().tokens()
-	return jobKeyPrefix + sub + "." + rg + "." + coll + "." + Token(r.Job)
+func (r JobRef) KVKey() string { return r.tokensAfter(jobKeyPrefix) }
+
+// tokensAfter returns prefix followed by the job's subject tokens, joined
+// in one allocation: they are built for every result.
+func (r JobRef) tokensAfter(prefix string) string {
+	return prefix + Token(r.Subscription) + "." + Token(r.ResourceGroup) + "." + Token(r.Collection) + "." + Token(r.Job)
 }
 
 // jobKeyPrefix starts the KV key of every job.
