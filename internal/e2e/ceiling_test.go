@@ -120,24 +120,23 @@ func jetStreamCeiling(b *testing.B, ns *server.Server, n int) float64 {
 			b.Fatal(err)
 		}
 	}
-	select {
-	case <-planner.PublishAsyncComplete():
-	case <-time.After(5 * time.Minute):
-		b.Fatal("the executions' acknowledgements did not come")
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("%d of %d executions were handled", handled.Load(), n)
-	}
-	select {
-	case <-worker.PublishAsyncComplete():
-	case <-time.After(5 * time.Minute):
-		b.Fatal("the results' acknowledgements did not come")
-	}
+	awaitClosed(b, planner.PublishAsyncComplete(), func() string { return "the executions' acknowledgements did not come" })
+	awaitClosed(b, done, func() string { return fmt.Sprintf("%d of %d executions were handled", handled.Load(), n) })
+	awaitClosed(b, worker.PublishAsyncComplete(), func() string { return "the results' acknowledgements did not come" })
 	elapsed := time.Since(start)
 	cpu.Stop(n)
 	return float64(n) / elapsed.Seconds()
+}
+
+// awaitClosed fails b with what's message unless ch is closed within five
+// minutes.
+func awaitClosed(b *testing.B, ch <-chan struct{}, what func() string) {
+	b.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Minute):
+		b.Fatal(what())
+	}
 }
 
 // callsCeiling measures n HTTP calls, concurrency at a time (a worker's

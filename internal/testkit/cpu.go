@@ -19,6 +19,10 @@ import (
 // to <prefix>-<benchmark name>-<unit>.prof.
 const ProfileEnv = "SCHEDULER_BENCH_PROFILE"
 
+// unsafeInFileName matches what a benchmark's name may hold that a profile's
+// file name should not.
+var unsafeInFileName = regexp.MustCompile(`[^A-Za-z0-9=_-]+`)
+
 // CPUWindow measures the CPU time one part of a benchmark costs: this
 // process's (every role the benchmark runs in it, and an embedded NATS
 // server) and the Redis server's, read from its INFO.
@@ -38,7 +42,7 @@ func StartCPUWindow(tb testing.TB, rdb redis.UniversalClient, unit string) *CPUW
 	tb.Helper()
 	w := &CPUWindow{tb: tb, rdb: rdb, unit: unit}
 	if prefix := os.Getenv(ProfileEnv); prefix != "" {
-		name := regexp.MustCompile(`[^A-Za-z0-9=_-]+`).ReplaceAllString(tb.Name(), "_")
+		name := unsafeInFileName.ReplaceAllString(tb.Name(), "_")
 		f, err := os.Create(prefix + "-" + name + "-" + unit + ".prof")
 		if err != nil {
 			tb.Fatal(err)
