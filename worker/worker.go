@@ -195,6 +195,8 @@ type Worker struct {
 	peers    peers
 	flights  flights
 	inFlight sync.WaitGroup
+	// performers make the actions' calls.
+	performers *performers
 	// next is the subject of the consumer's pull requests.
 	next string
 	// stopPull ends the pull loop; pulled is closed once it has ended.
@@ -259,7 +261,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	info := cons.CachedInfo()
 	w := &Worker{js: js, cfg: cfg, next: nextSubject(js, info.Stream, info.Name), slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
 		reports: make(chan struct{}, cfg.Concurrency+cfg.Hold),
-		flights: flights{byID: map[string]*flight{}}, stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
+		flights: flights{byID: map[string]*flight{}}, performers: newPerformers(), stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
 	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return w, cons, nil
@@ -630,6 +632,7 @@ func (w *Worker) Stop(ctx context.Context) {
 		}
 		w.cancel()
 		<-finished
+		w.performers.stop()
 		w.peers.stop()
 		w.cfg.Logger.Info("worker stopped", slog.String("worker", w.cfg.Name))
 	})
@@ -743,14 +746,17 @@ func (w *Worker) refuse(exec contracts.Execution, err error) actions.Outcome {
 	return actions.Failure("The action could not be read: "+err.Error(), nil)
 }
 
-// send performs the action within the execution's deadline.
-func (w *Worker) send(exec contracts.Execution, action *contracts.JobAction, traceParent string) actions.Outcome {
+// send performs the action within the execution's deadline, on one of
+// the performers.
+func (w *Worker) send(exec contracts.Execution, action *contracts.JobAction, traceParent string) (outcome actions.Outcome) {
 	ctx, cancel := context.WithTimeout(w.work, exec.Timeout.Duration())
 	defer cancel()
-	return w.cfg.Sender.Send(ctx, action, actions.Attempt{
+	attempt := actions.Attempt{
 		ID: exec.OccurrenceID, Job: exec.Job, ActionName: exec.ActionName, Expected: exec.ExpectedTime,
 		Number: exec.Attempt, TraceParent: traceParent,
-	})
+	}
+	w.performers.run(func() { outcome = w.cfg.Sender.Send(ctx, action, attempt) })
+	return outcome
 }
 
 // spanID returns a random span id, 16 hex digits.
