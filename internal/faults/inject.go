@@ -86,7 +86,9 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // beforeDue waits until 250 ms before the next instant occurrences fall
-// due: planners claim them up to 500 ms ahead.
+// due: planners claim and publish them up to 2 s ahead, so a fault then
+// meets the executions the workers hold for this instant and, as it lasts
+// past it, the claims and publishes of the next.
 func (in *Injector) beforeDue(ctx context.Context) {
 	if in.NextDue != nil {
 		sleep(ctx, time.Until(in.NextDue(time.Now().Add(time.Second)).Add(-250*time.Millisecond)))

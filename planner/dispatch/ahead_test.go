@@ -54,7 +54,8 @@ func TestExecutionsArePublishedAheadCarryingTheirDueTime(t *testing.T) {
 // PublishAhead defaults to the lookahead, and is never more.
 func TestPublishAheadIsAtMostTheLookahead(t *testing.T) {
 	for _, tc := range []struct{ lookahead, ahead, want time.Duration }{
-		{0, 0, 500 * time.Millisecond},
+		{0, 0, DefaultLookahead},
+		{0, 500 * time.Millisecond, 500 * time.Millisecond},
 		{2 * time.Second, 0, 2 * time.Second},
 		{time.Second, 5 * time.Second, time.Second},
 		{time.Second, 200 * time.Millisecond, 200 * time.Millisecond},

@@ -126,7 +126,7 @@ type Config struct {
 	// it is deleted. Defaults to 60 days.
 	EndedRetention time.Duration
 	// Lookahead is how far ahead of their due time occurrences are claimed
-	// and their messages built. Defaults to 500ms.
+	// and their messages built. Defaults to 2s (dispatch.DefaultLookahead).
 	Lookahead time.Duration
 	// PublishAhead is how far ahead of its due time an execution is
 	// published, at most Lookahead; the worker holds it until it is due.
