@@ -239,6 +239,29 @@ func TestResultsWaitForTheExecutionsDueNowOnAnotherWorker(t *testing.T) {
 	}
 }
 
+// Executions delivered due already, with more waiting behind them in the
+// stream (a burst larger than the workers could hold), go first too: the
+// result of one performed waits while the others delivered with it wait
+// to be sent.
+func TestResultsWaitForTheExecutionsDueBehindThem(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	for i := range 3 {
+		e.execution(t, i+1, nil) // due already, before any worker runs
+	}
+	sender := &streamCounter{t: t, e: e, release: make(chan struct{})}
+	e.worker(t, sender, func(c *Config) { c.Concurrency, c.Hold = 2, -1 })
+	// The first call waits for release; the second ends, and its result
+	// waits without its slot, in which the third is performed.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		sender.mu.Lock()
+		defer sender.mu.Unlock()
+		return len(sender.seen) == 3
+	}, "the three executions were not all performed")
+	sender.releaseAndCheck(3, "a result went before an execution delivered due with more behind it")
+}
+
 // jumpingClock reads the real time plus an offset that jump adds to: a
 // worker paused for that long, as far as its ack waits go.
 type jumpingClock struct {

@@ -186,8 +186,9 @@ type Worker struct {
 	// holds holds one token per execution held until it is due without a
 	// slot; at most Hold.
 	holds chan struct{}
-	// due counts the executions held until their due time that came due
-	// and were not sent yet; reports holds a token for each result that
+	// due counts the executions due now that were not sent yet: those
+	// held until their due time that came due, and those delivered due
+	// with more waiting behind them (see hold); reports holds a token for each result that
 	// waits for them without a slot (see report).
 	due     gate
 	reports chan struct{}
@@ -414,13 +415,21 @@ func (w *Worker) skipped(reason string) {
 }
 
 // hold returns once the clock reaches at, the execution's due time, so
-// that it is never performed earlier: at once for one due already. It
+// that it is never performed earlier: at once for one due already,
+// counted among those due now when more wait behind it in the stream. It
 // gives the delivery's slot up for a hold token while it waits, when one
 // is free, and takes a slot again once due. It returns false, holding the
 // slot or nothing, when the worker stops meanwhile.
 func (w *Worker) hold(d *delivery, at time.Time) bool {
 	wait := at.Sub(w.cfg.Now())
 	if wait <= 0 {
+		if backlogged(d.Msg) {
+			// Due already, with more waiting behind it: a burst larger
+			// than the workers could hold. It counts among those due
+			// now, as one held would.
+			d.due = true
+			w.due.enter()
+		}
 		return true
 	}
 	held := false
@@ -468,6 +477,13 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 	}
 }
 
+// backlogged reports whether more executions wait in the stream behind
+// m, as JetStream said when it delivered m.
+func backlogged(m message) bool {
+	meta, err := m.Metadata()
+	return err == nil && meta.NumPending > 0
+}
+
 // sent notes that the execution of d was sent, or will not be: it no
 // longer counts among those due now.
 func (w *Worker) sent(d *delivery) {
@@ -481,7 +497,7 @@ func (w *Worker) sent(d *delivery) {
 // now to be sent before it is published.
 const maxReportDelay = time.Second
 
-// report lets the executions held until now and due go first: while any
+// report lets the executions due now go first (see Worker.due): while any
 // of them waits to be sent, on this worker or on another (see peers), the
 // result of an execution already performed waits too (at most
 // maxReportDelay), without its slot, so that the cores do the calls due
