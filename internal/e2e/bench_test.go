@@ -24,6 +24,7 @@ import (
 	"github.com/jobscheduler/scheduler/internal/loadtest"
 	"github.com/jobscheduler/scheduler/internal/seal"
 	"github.com/jobscheduler/scheduler/internal/testkit"
+	"github.com/jobscheduler/scheduler/planner/dispatch"
 	"github.com/jobscheduler/scheduler/planner/service"
 	"github.com/jobscheduler/scheduler/planner/store"
 	"github.com/jobscheduler/scheduler/planner/timer"
@@ -188,11 +189,12 @@ type benchSystem struct {
 	ns      *server.Server
 }
 
-// startBench runs a planner with its defaults (500 ms lookahead, executions
+// startBench runs a planner with its defaults (2 s lookahead, executions
 // published that far ahead) but for publishAhead, the history consumer and
-// the given number of workers, each worker with its own NATS connection and
-// HTTP actions allowed to reach loopback.
-func startBench(b *testing.B, workers int, publishAhead time.Duration) *benchSystem {
+// the given number of workers, each holding hold executions (0: the
+// default), each with its own NATS connection and HTTP actions allowed to
+// reach loopback.
+func startBench(b *testing.B, workers, hold int, publishAhead time.Duration) *benchSystem {
 	b.Helper()
 	ctx := context.Background()
 	ns := testkit.NATS(b)
@@ -221,7 +223,7 @@ func startBench(b *testing.B, workers int, publishAhead time.Duration) *benchSys
 		w, err := workerservice.Start(ctx, workerservice.Config{
 			NATSURL: ns.ClientURL(), EncryptionKey: key, Logger: quiet,
 			Actions: builtin.Config{HTTP: httpaction.Config{AllowLoopback: true}},
-			Worker:  worker.Config{Name: fmt.Sprintf("bench-worker-%d", i+1)},
+			Worker:  worker.Config{Name: fmt.Sprintf("bench-worker-%d", i+1), Hold: hold},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -307,30 +309,38 @@ func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) tim
 }
 
 // BenchmarkActionsBurst: 20,000 one-time HTTP jobs due at the same
-// instant, with one and with two workers. Reports the actions per second
+// instant, with one and with two workers holding the default 4,096
+// executions each, and with two holding 20,000 each. Reports the actions per second
 // from the due time to the last call, the calls' lateness, how long after
 // the due time every result was processed, and the CPU each action cost
 // from the import to then: this process's (every role and the NATS server)
 // and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
 // CPU profile of that window. Before the jobs are written it measures the
 // ceilings of the run (actionCeilings), and reports the actions per second
-// as a fraction of their combined ceiling.
+// as a fraction of their combined ceiling. With SCHEDULER_BENCH_TIMELINE=1
+// it logs where the burst's time went (see startTimeline).
 func BenchmarkActionsBurst(b *testing.B) {
 	const n = 20_000
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+	for _, run := range []struct{ workers, hold int }{{1, 0}, {2, 0}, {2, n}} {
+		name := fmt.Sprintf("workers=%d", run.workers)
+		if run.hold != 0 {
+			name += fmt.Sprintf("/hold=%d", run.hold)
+		}
+		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				s := startBench(b, workers, 0)
+				s := startBench(b, run.workers, run.hold, 0)
 				ceiling := actionCeilings(b, s.ns, n)
 				due := time.Now().Add(25 * time.Second).Truncate(time.Second)
 				k := newSink(b, n, func(int) time.Time { return due })
 				s.importJobs(b, n, k.URL+"/hook", due, func(int) time.Time { return due })
 				cpu := testkit.StartCPUWindow(b, s.rdb, "action")
+				tl := startTimeline(b, s.js, due, k.Called)
 				k.wait(b, time.Until(due)+5*time.Minute)
 				k.report(b, true)
 				b.ReportMetric(k.Results().CallsPerSecond()/ceiling, "of-combined-ceiling")
 				settled := s.waitSettled(b, n, 5*time.Minute)
 				cpu.Stop(n)
+				tl.end(b)
 				b.ReportMetric(settled.Sub(due).Seconds(), "s-to-settle")
 				k.check(b)
 			}
@@ -347,7 +357,7 @@ func BenchmarkActionsSteady(b *testing.B) {
 	const perSecond, seconds = 1000, 30
 	for _, ahead := range []time.Duration{0, -1} {
 		for _, workers := range []int{1, 2} {
-			name := fmt.Sprintf("ahead=500ms/workers=%d", workers)
+			name := fmt.Sprintf("ahead=%s/workers=%d", dispatch.DefaultLookahead, workers)
 			if ahead < 0 {
 				name = fmt.Sprintf("ahead=0/workers=%d", workers)
 			}
@@ -360,7 +370,7 @@ func actionsSteady(b *testing.B, perSecond, seconds, workers int, ahead time.Dur
 	for b.Loop() {
 		alone := callsAlone(b, perSecond, 128, 5)
 		b.ReportMetric(float64(alone)/float64(time.Millisecond), "alone-p99-ms")
-		s := startBench(b, workers, ahead)
+		s := startBench(b, workers, 0, ahead)
 		first := time.Now().Add(25 * time.Second).Truncate(time.Second)
 		due := func(i int) time.Time { return first.Add(time.Duration(i/perSecond) * time.Second) }
 		k := newSink(b, perSecond*seconds, due)

@@ -252,7 +252,7 @@ func claimCommitCeiling(b *testing.B, e *env, due time.Time, n int) float64 {
 func BenchmarkSteady(b *testing.B) {
 	const perSecond, seconds = 5000, 60
 	for _, ahead := range []time.Duration{0, -1} {
-		name := "ahead=500ms"
+		name := "ahead=" + DefaultLookahead.String()
 		if ahead < 0 {
 			name = "ahead=0"
 		}
