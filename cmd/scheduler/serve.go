@@ -100,7 +100,7 @@ func newServePlannerCommand() *cobra.Command {
 	flags.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claimed occurrence stays with its planner")
 	flags.DurationVar(&cfg.ActionTimeout, "action-timeout", 60*time.Second, "deadline of one attempt of an action")
 	flags.DurationVar(&cfg.EndedRetention, "ended-retention", 60*24*time.Hour, "how long Completed and Faulted jobs are kept before they are deleted")
-	flags.DurationVar(&cfg.PublishAhead, "publish-ahead", defaultPublishAhead, "how far ahead of its due time an execution is published, for the worker to hold until then (at most 2s, how far ahead occurrences are claimed); 0 publishes each at its due time, for workers of releases that do not hold executions")
+	flags.DurationVar(&cfg.PublishAhead, "publish-ahead", defaultPublishAhead, "how far ahead of its due time an execution is published, for the worker to hold until then (at most 2s, how far ahead occurrences are claimed; a burst of 5,000 claimed at once is published as soon as it is claimed); 0 publishes each at its due time, for workers of releases that do not hold executions")
 	vars["redis-url"], vars["api-tokens"], vars["encryption-key-file"] = envRedisURL, envAPITokens, envKeyFile
 	vars["redis-cluster"] = envRedisCluster
 	vars["partitions"], vars["redis-prefix"], vars["lease"] = envPartitions, envRedisPrefix, envLease
@@ -147,9 +147,9 @@ func offWhenZero[T ~int | ~int64](v *T, flag string) error {
 	return nil
 }
 
-// The defaults of --publish-ahead (the planner's Lookahead) and --hold.
+// The defaults of --publish-ahead and --hold.
 const (
-	defaultPublishAhead = dispatch.DefaultLookahead
+	defaultPublishAhead = dispatch.DefaultPublishAhead
 	defaultHold         = worker.DefaultHold
 )
 

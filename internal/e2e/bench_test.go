@@ -190,7 +190,7 @@ type benchSystem struct {
 }
 
 // startBench runs a planner with its defaults (2 s lookahead, executions
-// published that far ahead) but for publishAhead, the history consumer and
+// published 500 ms ahead, a burst as soon as claimed) but for publishAhead, the history consumer and
 // the given number of workers, each holding hold executions (0: the
 // default), each with its own NATS connection and HTTP actions allowed to
 // reach loopback.
@@ -357,7 +357,7 @@ func BenchmarkActionsSteady(b *testing.B) {
 	const perSecond, seconds = 1000, 30
 	for _, ahead := range []time.Duration{0, -1} {
 		for _, workers := range []int{1, 2} {
-			name := fmt.Sprintf("ahead=%s/workers=%d", dispatch.DefaultLookahead, workers)
+			name := fmt.Sprintf("ahead=%s/workers=%d", dispatch.DefaultPublishAhead, workers)
 			if ahead < 0 {
 				name = fmt.Sprintf("ahead=0/workers=%d", workers)
 			}

@@ -51,12 +51,13 @@ func TestExecutionsArePublishedAheadCarryingTheirDueTime(t *testing.T) {
 	}
 }
 
-// PublishAhead defaults to the lookahead, and is never more.
+// PublishAhead defaults to DefaultPublishAhead, and is never more than the
+// lookahead.
 func TestPublishAheadIsAtMostTheLookahead(t *testing.T) {
 	for _, tc := range []struct{ lookahead, ahead, want time.Duration }{
-		{0, 0, DefaultLookahead},
-		{0, 500 * time.Millisecond, 500 * time.Millisecond},
-		{2 * time.Second, 0, 2 * time.Second},
+		{0, 0, DefaultPublishAhead},
+		{0, 3 * time.Second, DefaultLookahead},
+		{2 * time.Second, 0, DefaultPublishAhead},
 		{time.Second, 5 * time.Second, time.Second},
 		{time.Second, 200 * time.Millisecond, 200 * time.Millisecond},
 		{time.Second, -1, -1},
@@ -68,5 +69,40 @@ func TestPublishAheadIsAtMostTheLookahead(t *testing.T) {
 		if at := publishAt(t0, got); at.After(t0) || t0.Sub(at) != max(got, 0) {
 			t.Errorf("publishAt(due, %s) = due - %s", got, t0.Sub(at))
 		}
+	}
+}
+
+// A round that claims a full Batch is a burst: its executions are
+// published as soon as they are built, up to the lookahead ahead, so that
+// the workers have them in hand when they come due; a round with room to
+// spare publishes PublishAhead ahead.
+func TestABurstIsPublishedAsSoonAsItIsClaimed(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.realClock = true
+	arrivals := watchExecutions(t, e, 3)
+	due := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	for _, name := range []string{"a", "b", "c"} {
+		e.addJob(t, name, oneTimeJob(due))
+	}
+	const lookahead, ahead = 4 * time.Second, 500 * time.Millisecond
+	e.planner(t, func(c *Config) { c.Lookahead, c.PublishAhead, c.Batch = lookahead, ahead, 2 })
+
+	testkit.Eventually(t, time.Until(due)+30*time.Second, func() bool { return arrivals.count() == 3 }, "not every execution was published")
+	var burst, rest int
+	for _, a := range arrivals.decoded(t) {
+		switch lead := due.Sub(a.at); {
+		case lead > lookahead:
+			t.Errorf("%s published %s ahead, more than the lookahead", a.exec.Job.Key(), lead)
+		case lead > time.Second:
+			burst++
+		case lead > 0 && lead <= ahead:
+			rest++
+		default:
+			t.Errorf("%s published %s ahead, want more than a second (a burst) or at most %s", a.exec.Job.Key(), lead, ahead)
+		}
+	}
+	if burst != 2 || rest != 1 {
+		t.Errorf("%d published with the burst and %d at PublishAhead, want 2 and 1", burst, rest)
 	}
 }

@@ -199,7 +199,10 @@ func (d *Dispatcher) sleep(ctx context.Context, failed bool) {
 
 // pending is a claimed attempt on its way to EXEC.
 type pending struct {
-	claim     timer.Claim
+	claim timer.Claim
+	// ahead is how long before its due time it is published (see
+	// Config.PublishAhead).
+	ahead     time.Duration
 	msg       *nats.Msg
 	ack       jetstream.PubAckFuture
 	next      *timer.Entry
@@ -220,6 +223,13 @@ func (d *Dispatcher) round(ctx context.Context) (int, error) {
 	}
 	errs := []error{claimErr}
 	ready := d.prepare(ctx, claims, now, &errs)
+	ahead := d.cfg.PublishAhead
+	if len(claims) == d.cfg.Batch && ahead >= 0 {
+		ahead = d.cfg.Lookahead // a burst: published as soon as built
+	}
+	for i := range ready {
+		ready[i].ahead = ahead
+	}
 	if len(ready) > 0 {
 		d.unsettled.Add(int64(len(ready)))
 		select {
@@ -308,7 +318,7 @@ func (d *Dispatcher) skip(ctx context.Context, c timer.Claim, next *timer.Entry)
 }
 
 // publishAt is when an attempt due at due is published: ahead of it by
-// ahead (Config.PublishAhead), at its due time when ahead is negative.
+// ahead (see Config.PublishAhead), at its due time when ahead is negative.
 func publishAt(due time.Time, ahead time.Duration) time.Time {
 	return due.Add(-max(ahead, 0))
 }
@@ -326,7 +336,7 @@ func (d *Dispatcher) publish(ctx context.Context) {
 		}
 		var errs []error
 		for _, p := range batch {
-			if at := publishAt(p.claim.Due, d.cfg.PublishAhead); d.cfg.Now().Before(at) {
+			if at := publishAt(p.claim.Due, p.ahead); d.cfg.Now().Before(at) {
 				d.pause()
 				if d.waitUntil(ctx, at) != nil {
 					return

@@ -30,12 +30,19 @@ import (
 )
 
 // DefaultLookahead is how far ahead of its due time an occurrence is
-// claimed and built, and its execution published, unless configured. A
-// burst of 20,000 due at one instant takes a planner on two cores about a
-// second to claim and publish: two seconds publish it all before it is
-// due, for the workers to hold, where half a second left all but a few
-// hundred of it to be published after, beside the calls.
+// claimed and built, unless configured, and how far ahead a burst is
+// published (see Config.PublishAhead). A burst of 20,000 due at one
+// instant takes a planner on two cores about a second to claim and
+// publish: two seconds publish it all before it is due, for the workers
+// to hold, where half a second left all but a few hundred of it to be
+// published after, beside the calls.
 const DefaultLookahead = 2 * time.Second
+
+// DefaultPublishAhead is how far ahead of its due time an execution is
+// published, unless configured or part of a burst. Held longer, the
+// executions of a steady load cost the workers memory and the calls
+// latency (more held at once) without making them sooner.
+const DefaultPublishAhead = 500 * time.Millisecond
 
 // Config configures the Engine and its components.
 type Config struct {
@@ -81,8 +88,12 @@ type Config struct {
 	// published, at most Lookahead: JetStream stores the thousands due at
 	// one second before it comes, and a worker holds each execution until
 	// the due time it carries (Execution.NotBefore), never performing it
-	// earlier. Defaults to Lookahead; negative publishes each at its due
-	// time, for workers of releases that do not hold executions.
+	// earlier. The executions of a round that claimed a full Batch (a
+	// burst: more are due within the lookahead than a round takes) are
+	// published as soon as they are built, up to Lookahead ahead.
+	// Defaults to DefaultPublishAhead; negative publishes each at its due
+	// time, bursts too, for workers of releases that do not hold
+	// executions.
 	PublishAhead time.Duration
 	// Replicas of the EXEC stream and the follow-ups bucket. Defaults to 1.
 	Replicas int
@@ -116,7 +127,7 @@ func (c Config) withDefaults() Config {
 	c.MissedGrace = cmp.Or(c.MissedGrace, time.Minute)
 	c.Settle = cmp.Or(c.Settle, 250*time.Millisecond)
 	c.Lookahead = cmp.Or(c.Lookahead, DefaultLookahead)
-	c.PublishAhead = min(cmp.Or(c.PublishAhead, c.Lookahead), c.Lookahead)
+	c.PublishAhead = min(cmp.Or(c.PublishAhead, DefaultPublishAhead), c.Lookahead)
 	c.CatchUpPace = cmp.Or(c.CatchUpPace, time.Second)
 	c.StallAfter = cmp.Or(c.StallAfter, max(10*time.Second, 2*(c.PublishTimeout+c.MaxIdle)+c.Lookahead))
 	c.Replicas = cmp.Or(c.Replicas, 1)

@@ -129,8 +129,9 @@ type Config struct {
 	// and their messages built. Defaults to 2s (dispatch.DefaultLookahead).
 	Lookahead time.Duration
 	// PublishAhead is how far ahead of its due time an execution is
-	// published, at most Lookahead; the worker holds it until it is due.
-	// Defaults to Lookahead; negative publishes each at its due time.
+	// published, at most Lookahead, a burst as soon as it is claimed; the
+	// worker holds it until it is due. Defaults to 500ms; negative
+	// publishes each at its due time.
 	PublishAhead time.Duration
 	// MaxIdle is the longest the dispatcher waits between looks at the
 	// timer. Defaults to 1s.
