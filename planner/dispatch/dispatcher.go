@@ -28,8 +28,9 @@ import (
 // publisher publishes each when its time comes; the settler waits for
 // JetStream's acknowledgements in the order of publication and commits the
 // stored attempts in batches. An attempt is published up to
-// Config.PublishAhead before it is due, carrying its due time, which the
-// worker that takes it waits for. The loop claims the next batch while the
+// Config.PublishAhead before it is due (an attempt of a burst up to
+// Config.Lookahead), carrying its due time, which the worker that takes
+// it waits for. The loop claims the next batch while the
 // publisher publishes the last. At most publishWindow acknowledgements are
 // awaited at once, JetStream's limit on pending ones, so a publish never
 // stalls.
