@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,13 +212,41 @@ func (p *Process) Tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// Ports FreePort hands out: below Linux's ephemeral range (32768–60999
+// by default), from which the kernel takes the source port of every
+// outgoing connection. A port of that range, free when FreePort looked,
+// could be taken by a connection (a route between two test nodes, a
+// health probe) before the server given it binds it.
+const (
+	firstFreePort = 20000
+	freePorts     = 12000
+)
+
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{}
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago, outside
+// the ephemeral range and not handed out before by this process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	start := rand.IntN(freePorts)
+	for i := range freePorts {
+		port := firstFreePort + (start+i)%freePorts
+		if given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		given[port] = true
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free loopback port from %d to %d", firstFreePort, firstFreePort+freePorts-1)
+	return 0
 }
