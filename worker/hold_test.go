@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +314,50 @@ func TestAnExecutionHeldPastItsAckWaitIsSkipped(t *testing.T) {
 	if rec.count() != 0 {
 		t.Errorf("performed %d times after its ack wait may have run out", rec.count())
 	}
+}
+
+// A held execution keeps a small stack: it is decoded and opened on a
+// performer, whose stack has grown already, not on the goroutine that
+// holds it until its due time. Decoded there, each held goroutine's stack
+// grew to 8 KiB; it is 4 KiB. Not parallel: it reads the process's stack
+// memory, with enough held that other goroutines starting or ending
+// meanwhile do not matter.
+func TestAHeldExecutionKeepsASmallStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's stack frames are larger")
+	}
+	e := setup(t)
+	e.ensureStreams(t)
+	obs := newObserver()
+	const n = 2000
+	w, _ := e.worker(t, newRecorder(), func(c *Config) { c.Observer, c.Concurrency, c.Hold = obs, 8, n })
+	due := time.Now().Add(5 * time.Minute)
+	held := func(want int) func() bool {
+		return func() bool {
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			return obs.held == want
+		}
+	}
+	stacks := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.StackInuse)
+	}
+	// One held first, so that the performers and the pull loop have their
+	// stacks before the measure starts.
+	e.execution(t, 0, func(x *contracts.Execution) { x.NotBefore = due })
+	testkit.Eventually(t, 10*time.Second, held(1), "the first execution was not held")
+	before := stacks()
+	for i := range n - 1 {
+		e.execution(t, i+1, func(x *contracts.Execution) { x.NotBefore = due })
+	}
+	testkit.Eventually(t, time.Minute, held(n), "not every execution was held")
+	per := (stacks() - before) / (n - 1)
+	w.Stop(context.Background())
+	if per > 6<<10 {
+		t.Fatalf("each held execution took %d bytes of stack, want at most 6 KiB", per)
+	}
+	t.Logf("%d bytes of stack per held execution", per)
 }

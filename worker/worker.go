@@ -332,14 +332,31 @@ func (w *Worker) renew(d *delivery) bool {
 func (w *Worker) handle(d *delivery) {
 	m := d.Msg
 	log := w.cfg.Logger
-	exec, err := contracts.DecodeExecution(m.Data())
-	if err != nil {
-		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+	// Decoded and opened before the hold, so that less is left to do
+	// when it is due, and on a performer, whose stack has grown already:
+	// the goroutine that holds the delivery keeps a small one.
+	var (
+		exec            contracts.Execution
+		unreadable, bad error
+		action          *contracts.JobAction
+		openErr         error
+	)
+	w.performers.run(func() {
+		if exec, unreadable = contracts.DecodeExecution(m.Data()); unreadable != nil {
+			return
+		}
+		if bad = exec.Validate(); bad != nil {
+			return
+		}
+		action, openErr = w.open(exec)
+	})
+	if unreadable != nil {
+		log.Error("dropping an unreadable execution", slog.String("subject", m.Subject()), slog.String("error", unreadable.Error()))
 		_ = m.TermWithReason("unreadable execution")
 		return
 	}
-	if err := exec.Validate(); err != nil {
-		log.Error("dropping an invalid execution", slog.String("subject", m.Subject()), slog.String("error", err.Error()))
+	if bad != nil {
+		log.Error("dropping an invalid execution", slog.String("subject", m.Subject()), slog.String("error", bad.Error()))
 		_ = m.TermWithReason("invalid execution")
 		return
 	}
@@ -359,8 +376,6 @@ func (w *Worker) handle(d *delivery) {
 		return
 	}
 	defer w.progress(d)()
-	// Opened before the hold, so that less is left to do when it is due.
-	action, openErr := w.open(exec)
 	defer w.sent(d)
 	if !w.hold(d, exec.NotBefore) {
 		_ = m.Nak() // stopping: another worker holds it until it is due
