@@ -1,6 +1,9 @@
 package worker
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // performers run the worker's actions on goroutines that outlive them.
 // An action's call grows the stack of the goroutine that makes it (an
@@ -9,16 +12,19 @@ import "sync"
 // new for each execution, every action would pay for that copy again. A
 // performer pays once, and takes the next action with its stack grown.
 //
-// A performer is started when an action finds none idle, and stays until
-// the worker stops: as actions run only in a slot, there are at most
-// Concurrency of them.
+// A performer is started when a call finds none idle, up to limit (the
+// worker's Concurrency: calls are made in slots), and stays until the
+// worker stops; past the limit a call waits for one to be idle, as one
+// that just finished a call is for a moment.
 type performers struct {
 	calls    chan func()
+	limit    int64
+	started  atomic.Int64
 	stopOnce sync.Once
 }
 
-func newPerformers() *performers {
-	return &performers{calls: make(chan func())}
+func newPerformers(limit int) *performers {
+	return &performers{calls: make(chan func()), limit: int64(limit)}
 }
 
 // run calls f on a performer and returns once it returned. It must not be
@@ -32,7 +38,12 @@ func (p *performers) run(f func()) {
 	select {
 	case p.calls <- call:
 	default:
-		go p.serve(call)
+		if p.started.Add(1) <= p.limit {
+			go p.serve(call)
+		} else {
+			p.started.Add(-1)
+			p.calls <- call
+		}
 	}
 	<-done
 }

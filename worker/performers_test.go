@@ -69,7 +69,7 @@ func TestActionsRunOnGoroutinesThatOutliveThem(t *testing.T) {
 
 func TestPerformersAreReusedAndEndWhenStopped(t *testing.T) {
 	t.Parallel()
-	p := newPerformers()
+	p := newPerformers(3)
 	ids := map[int]bool{}
 	for range 10 {
 		p.run(func() { ids[goroutineID()] = true })
@@ -102,6 +102,24 @@ func TestPerformersAreReusedAndEndWhenStopped(t *testing.T) {
 	wg.Wait()
 	if len(ids) != 3 {
 		t.Fatalf("three calls at once ran on %d goroutines, want 3", len(ids))
+	}
+	// A fourth at once waits for one of the three.
+	var ran sync.WaitGroup
+	release = make(chan struct{})
+	for range 4 {
+		ran.Go(func() {
+			p.run(func() {
+				mu.Lock()
+				ids[goroutineID()] = true
+				mu.Unlock()
+				<-release
+			})
+		})
+	}
+	close(release)
+	ran.Wait()
+	if len(ids) != 3 {
+		t.Fatalf("four calls at once with a limit of three ran on %d goroutines", len(ids))
 	}
 	p.stop()
 	p.stop() // idempotent

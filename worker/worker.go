@@ -262,7 +262,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	info := cons.CachedInfo()
 	w := &Worker{js: js, cfg: cfg, next: nextSubject(js, info.Stream, info.Name), slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
 		reports: make(chan struct{}, cfg.Concurrency+cfg.Hold),
-		flights: flights{byID: map[string]*flight{}}, performers: newPerformers(), stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
+		flights: flights{byID: map[string]*flight{}}, performers: newPerformers(cfg.Concurrency), stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
 	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return w, cons, nil
