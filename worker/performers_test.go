@@ -77,14 +77,32 @@ func TestPerformersAreReusedAndEndWhenStopped(t *testing.T) {
 	if len(ids) != 1 {
 		t.Fatalf("10 calls one after another ran on %d goroutines, want 1", len(ids))
 	}
-	// Three at once need three performers; then they are reused.
+	// Three at once need three performers; four, with a limit of three,
+	// wait for one of them.
+	for _, n := range []int{3, 4} {
+		atOnce(p, n, min(n, 3), ids)
+		if len(ids) != 3 {
+			t.Fatalf("%d calls at once with a limit of three ran on %d goroutines, want 3", n, len(ids))
+		}
+	}
+	p.stop()
+	p.stop() // idempotent
+	if _, open := <-p.calls; open {
+		t.Fatal("the pool still takes calls after stop")
+	}
+}
+
+// atOnce makes n calls on p at once, each noting its goroutine in ids,
+// and returns when all returned; running of them run together before any
+// returns.
+func atOnce(p *performers, n, running int, ids map[int]bool) {
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
 		release = make(chan struct{})
-		started = make(chan struct{}, 3)
+		started = make(chan struct{}, n)
 	)
-	for range 3 {
+	for range n {
 		wg.Go(func() {
 			p.run(func() {
 				mu.Lock()
@@ -95,35 +113,9 @@ func TestPerformersAreReusedAndEndWhenStopped(t *testing.T) {
 			})
 		})
 	}
-	for range 3 {
+	for range running {
 		<-started
 	}
 	close(release)
 	wg.Wait()
-	if len(ids) != 3 {
-		t.Fatalf("three calls at once ran on %d goroutines, want 3", len(ids))
-	}
-	// A fourth at once waits for one of the three.
-	var ran sync.WaitGroup
-	release = make(chan struct{})
-	for range 4 {
-		ran.Go(func() {
-			p.run(func() {
-				mu.Lock()
-				ids[goroutineID()] = true
-				mu.Unlock()
-				<-release
-			})
-		})
-	}
-	close(release)
-	ran.Wait()
-	if len(ids) != 3 {
-		t.Fatalf("four calls at once with a limit of three ran on %d goroutines", len(ids))
-	}
-	p.stop()
-	p.stop() // idempotent
-	if _, open := <-p.calls; open {
-		t.Fatal("the pool still takes calls after stop")
-	}
 }
