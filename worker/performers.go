@@ -5,12 +5,14 @@ import (
 	"sync/atomic"
 )
 
-// performers run the worker's actions on goroutines that outlive them.
-// An action's call grows the stack of the goroutine that makes it (an
-// HTTP request through net/http to 16 KiB and more), and a goroutine's
-// stack grows by copying: made on the goroutine of its delivery, which is
-// new for each execution, every action would pay for that copy again. A
-// performer pays once, and takes the next action with its stack grown.
+// performers run the worker's deep calls (decoding and opening an
+// execution, performing its action) on goroutines that outlive them. An
+// action's call grows the stack of the goroutine that makes it (an HTTP
+// request through net/http to 16 KiB and more), and a goroutine's stack
+// grows by copying: made on the goroutine of its delivery, which is new
+// for each execution, every action would pay for that copy again, and a
+// held execution would keep the grown stack until its due time. A
+// performer pays once, and takes the next call with its stack grown.
 //
 // A performer is started when a call finds none idle, up to limit (the
 // worker's Concurrency: calls are made in slots), and stays until the

@@ -188,15 +188,16 @@ type Worker struct {
 	holds chan struct{}
 	// due counts the executions due now that were not sent yet: those
 	// held until their due time that came due, and those delivered due
-	// with more waiting behind them (see hold); reports holds a token for each result that
-	// waits for them without a slot (see report).
+	// with more waiting behind them (see hold); reports holds a token for
+	// each result that waits for them without a slot (see report).
 	due     gate
 	reports chan struct{}
 	// peers is what the other workers said about their executions due.
 	peers    peers
 	flights  flights
 	inFlight sync.WaitGroup
-	// performers make the actions' calls.
+	// performers decode and open the executions and make their actions'
+	// calls.
 	performers *performers
 	// next is the subject of the consumer's pull requests.
 	next string

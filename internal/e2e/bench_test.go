@@ -190,10 +190,10 @@ type benchSystem struct {
 }
 
 // startBench runs a planner with its defaults (2 s lookahead, executions
-// published 500 ms ahead, a burst as soon as claimed) but for publishAhead, the history consumer and
-// the given number of workers, each holding hold executions (0: the
-// default), each with its own NATS connection and HTTP actions allowed to
-// reach loopback.
+// published 500 ms ahead, a burst as soon as claimed) but for
+// publishAhead, the history consumer and the given number of workers,
+// each holding hold executions (0: the default), each with its own NATS
+// connection and HTTP actions allowed to reach loopback.
 func startBench(b *testing.B, workers, hold int, publishAhead time.Duration) *benchSystem {
 	b.Helper()
 	ctx := context.Background()
@@ -310,11 +310,11 @@ func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) tim
 
 // BenchmarkActionsBurst: 20,000 one-time HTTP jobs due at the same
 // instant, with one and with two workers holding the default 4,096
-// executions each, and with two holding 20,000 each. Reports the actions per second
-// from the due time to the last call, the calls' lateness, how long after
-// the due time every result was processed, and the CPU each action cost
-// from the import to then: this process's (every role and the NATS server)
-// and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
+// executions each, and with two holding 20,000 each. Reports the actions
+// per second from the due time to the last call, the calls' lateness, how
+// long after the due time every result was processed, and the CPU each
+// action cost from the import to then: this process's (every role and the
+// NATS server) and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
 // CPU profile of that window. Before the jobs are written it measures the
 // ceilings of the run (actionCeilings), and reports the actions per second
 // as a fraction of their combined ceiling. With SCHEDULER_BENCH_TIMELINE=1

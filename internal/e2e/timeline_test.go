@@ -7,13 +7,13 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jobscheduler/scheduler/contracts"
+	"github.com/jobscheduler/scheduler/internal/testkit"
 )
 
 // A timeline shows where a burst's time goes. With
@@ -56,7 +56,7 @@ func startTimeline(b *testing.B, js jetstream.JetStream, due time.Time, called f
 		ctx := context.Background()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		lastCPU, lastAt := processCPU(), time.Now()
+		lastCPU, lastAt := testkit.ProcessCPU(), time.Now()
 		memory := false
 		for {
 			select {
@@ -64,7 +64,7 @@ func startTimeline(b *testing.B, js jetstream.JetStream, due time.Time, called f
 				return
 			case <-tick.C:
 			}
-			cpu, at := processCPU(), time.Now()
+			cpu, at := testkit.ProcessCPU(), time.Now()
 			row := timelineRow{at: at.Sub(due).Round(10 * time.Millisecond), cores: float64(cpu-lastCPU) / float64(at.Sub(lastAt)), called: uint64(called())}
 			lastCPU, lastAt = cpu, at
 			if row.at < -time.Second {
@@ -94,18 +94,8 @@ func consumerCounts(ctx context.Context, js jetstream.JetStream, stream, consume
 	if err != nil {
 		return 0, 0, 0
 	}
-	ci, err := c.Info(ctx)
-	if err != nil {
-		return 0, 0, 0
-	}
+	ci := c.CachedInfo() // fetched just now by Consumer
 	return ci.Delivered.Stream + ci.NumPending, ci.Delivered.Stream, ci.AckFloor.Stream
-}
-
-// processCPU is the CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // profileWindow writes a CPU profile of the part of the burst window names

@@ -54,7 +54,7 @@ func StartCPUWindow(tb testing.TB, rdb redis.UniversalClient, unit string) *CPUW
 			w.profiling = true
 		}
 	}
-	w.process = processCPU()
+	w.process = ProcessCPU()
 	w.redis, w.redisOK = redisCPU(rdb)
 	return w
 }
@@ -65,7 +65,7 @@ func StartCPUWindow(tb testing.TB, rdb redis.UniversalClient, unit string) *CPUW
 // when it reports its CPU: the embedded Redis-protocol server runs in
 // this process and is counted with it).
 func (w *CPUWindow) Stop(n int) {
-	process := processCPU() - w.process
+	process := ProcessCPU() - w.process
 	redisNow, ok := redisCPU(w.rdb)
 	if w.profiling {
 		pprof.StopCPUProfile()
@@ -81,8 +81,8 @@ func (w *CPUWindow) Stop(n int) {
 	}
 }
 
-// processCPU returns the user and system CPU time of this process so far.
-func processCPU() time.Duration {
+// ProcessCPU returns the user and system CPU time of this process so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

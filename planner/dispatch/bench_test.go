@@ -289,10 +289,11 @@ func steady(b *testing.B, perSecond, seconds int, ahead time.Duration) {
 		return arrivals.count() >= perSecond*seconds
 	}, "not all occurrences arrived")
 	all := arrivals.decoded(b)
-	// A full round, a burst, is published up to the lookahead ahead.
-	maxLead := max(cfg.PublishAhead, 0)
-	if cfg.PublishAhead >= 0 {
-		maxLead = cfg.Lookahead
+	// A full round, a burst, is published up to the lookahead ahead; with
+	// PublishAhead negative, nothing before its due time.
+	maxLead := cfg.Lookahead
+	if cfg.PublishAhead < 0 {
+		maxLead = 0
 	}
 	late := make([]time.Duration, 0, len(all))
 	lead := map[time.Time]time.Duration{} // each second's smallest lead
