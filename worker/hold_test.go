@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
@@ -157,7 +158,11 @@ func (s *streamCounter) Send(ctx context.Context, _ *contracts.JobAction, _ acti
 	first := len(s.seen) == 1
 	s.mu.Unlock()
 	if first {
-		<-s.release
+		select {
+		case <-s.release:
+		case <-ctx.Done(): // the test failed and stops the worker
+			return actions.Failure("cancelled", ctx.Err())
+		}
 	}
 	return actions.Outcome{Succeeded: true, StatusCode: 200}
 }
@@ -165,13 +170,14 @@ func (s *streamCounter) Send(ctx context.Context, _ *contracts.JobAction, _ acti
 func (s *streamCounter) Close() error { return nil }
 
 // holdThreeDue starts a worker that holds three executions due at once
-// and performs them one at a time with a streamCounter, and returns once
-// the first call started: it waits for release, and the other two wait to
-// be sent meanwhile.
-func (e *env) holdThreeDue(t *testing.T, obs Observer) *streamCounter {
+// and performs them one at a time with a streamCounter, and returns it
+// and the sender once the first call started and the three came due: the
+// first call waits for release, and the other two wait to be sent
+// meanwhile.
+func (e *env) holdThreeDue(t *testing.T) (*Worker, *streamCounter) {
 	t.Helper()
 	sender := &streamCounter{t: t, e: e, release: make(chan struct{})}
-	e.worker(t, sender, func(c *Config) { c.Observer, c.Concurrency, c.Hold = obs, 1, 8 })
+	w, _ := e.worker(t, sender, func(c *Config) { c.Concurrency, c.Hold = 1, 8 })
 	due := time.Now().Add(1500 * time.Millisecond)
 	for i := range 3 {
 		e.execution(t, i+1, func(x *contracts.Execution) { x.NotBefore = due })
@@ -181,7 +187,12 @@ func (e *env) holdThreeDue(t *testing.T, obs Observer) *streamCounter {
 		defer sender.mu.Unlock()
 		return len(sender.seen) == 1
 	}, "the first execution was not performed")
-	return sender
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		w.due.mu.Lock()
+		defer w.due.mu.Unlock()
+		return w.due.n == 3
+	}, "the three executions did not all come due")
+	return w, sender
 }
 
 // releaseAndCheck releases the first call, waits for results results,
@@ -207,7 +218,7 @@ func TestResultsWaitForTheExecutionsDueNow(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.ensureStreams(t)
-	sender := e.holdThreeDue(t, nil)
+	_, sender := e.holdThreeDue(t)
 	sender.releaseAndCheck(3, "a result went before an execution due with it")
 }
 
@@ -218,7 +229,12 @@ func TestResultsWaitForTheExecutionsDueNowOnAnotherWorker(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.ensureStreams(t)
-	sender := e.holdThreeDue(t, nil)
+	first, sender := e.holdThreeDue(t)
+	// The first worker fetches no more: its held executions are performed
+	// without its slot, which would take the execution meant for the
+	// second.
+	first.stopPull()
+	<-first.pulled
 
 	// The second worker performs an execution due already; its result
 	// waits, or is stored at once when it does not.
@@ -246,21 +262,31 @@ func TestResultsWaitForTheExecutionsDueNowOnAnotherWorker(t *testing.T) {
 // to be sent.
 func TestResultsWaitForTheExecutionsDueBehindThem(t *testing.T) {
 	t.Parallel()
+	// The first call waits for release; the second ends, and its result
+	// waits without its slot, in which the third is performed.
+	sender := performThreeDue(t, 2, -1, 3)
+	sender.releaseAndCheck(3, "a result went before an execution delivered due with more behind it")
+}
+
+// performThreeDue publishes three executions due already, then starts a
+// worker with the given Concurrency and Hold that performs them with a
+// streamCounter, and returns the sender once calls calls started (the
+// first waits for release).
+func performThreeDue(t *testing.T, concurrency, hold, calls int) *streamCounter {
+	t.Helper()
 	e := setup(t)
 	e.ensureStreams(t)
 	for i := range 3 {
 		e.execution(t, i+1, nil) // due already, before any worker runs
 	}
 	sender := &streamCounter{t: t, e: e, release: make(chan struct{})}
-	e.worker(t, sender, func(c *Config) { c.Concurrency, c.Hold = 2, -1 })
-	// The first call waits for release; the second ends, and its result
-	// waits without its slot, in which the third is performed.
+	e.worker(t, sender, func(c *Config) { c.Concurrency, c.Hold = concurrency, hold })
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		sender.mu.Lock()
 		defer sender.mu.Unlock()
-		return len(sender.seen) == 3
-	}, "the three executions were not all performed")
-	sender.releaseAndCheck(3, "a result went before an execution delivered due with more behind it")
+		return len(sender.seen) == calls
+	}, "the worker did not start %d calls", calls)
+	return sender
 }
 
 // jumpingClock reads the real time plus an offset that jump adds to: a
@@ -360,4 +386,93 @@ func TestAHeldExecutionKeepsASmallStack(t *testing.T) {
 		t.Fatalf("each held execution took %d bytes of stack, want at most 6 KiB", per)
 	}
 	t.Logf("%d bytes of stack per held execution", per)
+}
+
+// The executions a worker held are performed without its slots, which
+// stay free to fetch the rest of a burst behind them meanwhile; the
+// calls made at once stay within Concurrency.
+func TestAWorkerFetchesMoreWhileItPerformsWhatItHeld(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	_, sender := e.holdThreeDue(t)
+	e.execution(t, 4, nil) // due already
+	cons, err := e.js.Consumer(context.Background(), contracts.ExecStream, contracts.WorkersConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		info, err := cons.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 4
+	}, "the worker did not fetch the fourth execution while performing one it held")
+	sender.mu.Lock()
+	calls := len(sender.seen)
+	sender.mu.Unlock()
+	if calls != 1 {
+		t.Errorf("%d calls made at once with a Concurrency of 1", calls)
+	}
+	close(sender.release)
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.results(t)) == 4 }, "not every result was stored")
+}
+
+// Executions delivered due already go first also between two of them:
+// with a Concurrency of 1, the second is fetched only once the first was
+// sent, and its result waits until the last of those that were behind
+// it was sent, not only while one is in hand.
+func TestResultsWaitForTheRestOfABacklogStillInTheStream(t *testing.T) {
+	t.Parallel()
+	// Results wait with report tokens, Concurrency + Hold of them.
+	sender := performThreeDue(t, 1, 2, 1)
+	sender.releaseAndCheck(3, "a result went before an execution that was behind it in the stream")
+}
+
+// The rest of a backlog counts among the executions due now until one
+// comes with nothing behind it, or until backlogExpiry passed without
+// another: another worker may have taken the rest.
+func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			g gate
+			b backlog
+		)
+		if b.saw(&g, 0) {
+			t.Fatal("an execution with none behind it and no backlog counts among those due now")
+		}
+		if g.opened() != nil {
+			t.Fatal("the gate is shut with nothing due")
+		}
+		// Two of a backlog come and are sent; the gate stays shut.
+		for n := uint64(2); n > 0; n-- {
+			if !b.saw(&g, n) {
+				t.Fatalf("an execution with %d behind it does not count", n)
+			}
+			g.leave()
+			if g.opened() == nil {
+				t.Fatalf("the gate opened after one with %d behind it was sent", n)
+			}
+			time.Sleep(backlogExpiry / 2)
+		}
+		// The last of it counts, and the gate opens once it was sent.
+		if !b.saw(&g, 0) {
+			t.Fatal("the last of a backlog does not count")
+		}
+		g.leave()
+		if g.opened() != nil {
+			t.Fatal("the gate is shut after the last of the backlog was sent")
+		}
+		// Another backlog whose rest another worker takes: the gate
+		// opens after backlogExpiry.
+		b.saw(&g, 7)
+		g.leave()
+		time.Sleep(backlogExpiry - time.Millisecond)
+		synctest.Wait()
+		if g.opened() == nil {
+			t.Fatal("the backlog expired early")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if g.opened() != nil {
+			t.Fatal("the backlog did not expire")
+		}
+	})
 }

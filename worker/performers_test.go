@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jobscheduler/scheduler/actions"
@@ -87,8 +89,11 @@ func TestPerformersAreReusedAndEndWhenStopped(t *testing.T) {
 	}
 	p.stop()
 	p.stop() // idempotent
-	if _, open := <-p.calls; open {
-		t.Fatal("the pool still takes calls after stop")
+	if _, open := <-p.actions; open {
+		t.Fatal("the pool still takes actions after stop")
+	}
+	if _, open := <-p.decoding; open {
+		t.Fatal("the pool still takes decoding after stop")
 	}
 }
 
@@ -118,4 +123,26 @@ func atOnce(p *performers, n, running int, ids map[int]bool) {
 	}
 	close(release)
 	wg.Wait()
+}
+
+// An execution waiting to be decoded goes before the actions waiting for
+// a performer: decoded, one due counts among those due now.
+func TestDecodingGoesBeforeTheActionsWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPerformers(1)
+		defer p.stop()
+		release := make(chan struct{})
+		var order []string
+		go p.run(func() { <-release })
+		synctest.Wait()
+		go p.run(func() { order = append(order, "action") })
+		synctest.Wait()
+		go p.decode(func() { order = append(order, "decoding") })
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		if want := []string{"decoding", "action"}; !slices.Equal(order, want) {
+			t.Errorf("ran %v, want %v", order, want)
+		}
+	})
 }

@@ -24,7 +24,7 @@ import (
 
 // DefaultHold is how many executions received ahead of their due time a
 // worker holds beside its Concurrency, unless configured.
-const DefaultHold = 4096
+const DefaultHold = 16384
 
 // Config configures a Worker.
 type Config struct {
@@ -35,15 +35,16 @@ type Config struct {
 	Sealer *seal.Sealer
 	// Concurrency is the most actions performed at the same time; the
 	// worker never holds more executions than that, pulled or performed,
-	// but for those it holds until they are due (see Hold) and those whose
+	// but for those it held until they were due (see Hold) and those whose
 	// result waits for the executions due now (at most Concurrency + Hold,
 	// see report). Defaults to 128.
 	Concurrency int
 	// Hold is the most executions received ahead of their due time
 	// (Execution.NotBefore) the worker holds until then beside the
 	// Concurrency it performs, so that those due at one instant are in
-	// hand when it comes. One received ahead while Hold are held waits in
-	// its slot. Defaults to DefaultHold; negative holds none beside Concurrency.
+	// hand when it comes; each stays counted until it is performed. One
+	// received ahead while Hold are held waits in its slot. Defaults to
+	// DefaultHold; negative holds none beside Concurrency.
 	Hold int
 	// AckWait is how long an execution may stay unacknowledged before
 	// JetStream delivers it again; longer than the action deadline, and
@@ -184,7 +185,10 @@ type Worker struct {
 	// Concurrency, so that nothing delivered waits for a free slot.
 	slots chan struct{}
 	// holds holds one token per execution held until it is due without a
-	// slot; at most Hold.
+	// slot, kept while it is performed; at most Hold. Held executions that
+	// come due are performed without taking slots back: the slots stay
+	// free for the pull loop to fetch the rest of a burst behind them
+	// (the performers bound the calls made at once to Concurrency).
 	holds chan struct{}
 	// due counts the executions due now that were not sent yet: those
 	// held until their due time that came due, and those delivered due
@@ -192,6 +196,9 @@ type Worker struct {
 	// each result that waits for them without a slot (see report).
 	due     gate
 	reports chan struct{}
+	// behind counts in due, while set, the executions JetStream said wait
+	// in the stream behind one delivered due already (see backlog).
+	behind backlog
 	// peers is what the other workers said about their executions due.
 	peers    peers
 	flights  flights
@@ -275,11 +282,9 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 func (w *Worker) receive(m message, pulledAt time.Time) {
 	w.inFlight.Add(1)
 	go func() {
-		d := &delivery{Msg: m, pulledAt: pulledAt, slot: true, renewed: pulledAt}
+		d := &delivery{Msg: m, pulledAt: pulledAt, token: w.slots, renewed: pulledAt}
 		defer func() {
-			if d.slot {
-				<-w.slots
-			}
+			d.release()
 			w.inFlight.Done()
 		}()
 		w.handle(d)
@@ -291,10 +296,10 @@ type delivery struct {
 	Msg message
 	// pulledAt is when the pull request it answers was sent.
 	pulledAt time.Time
-	// slot is whether it holds one of the worker's slots; it does not
-	// while it is held until due with a hold token instead, nor while its
+	// token is the channel of the token it holds: a slot (Worker.slots),
+	// a hold token once held until due (Worker.holds), or none while its
 	// result waits with a report token (see report).
-	slot bool
+	token chan struct{}
 	// due is whether it was held until its due time and counts among the
 	// executions due now that have not been sent yet (Worker.due).
 	due bool
@@ -303,6 +308,14 @@ type delivery struct {
 	// knows: pulledAt, or when it last told JetStream it is in progress.
 	mu      sync.Mutex
 	renewed time.Time
+}
+
+// release gives back the slot or hold token d holds, if any.
+func (d *delivery) release() {
+	if d.token != nil {
+		<-d.token
+		d.token = nil
+	}
 }
 
 // renewedAt returns when d's ack wait last started.
@@ -342,7 +355,7 @@ func (w *Worker) handle(d *delivery) {
 		action          *contracts.JobAction
 		openErr         error
 	)
-	w.performers.run(func() {
+	w.performers.decode(func() {
 		if exec, unreadable = contracts.DecodeExecution(m.Data()); unreadable != nil {
 			return
 		}
@@ -434,26 +447,22 @@ func (w *Worker) skipped(reason string) {
 // that it is never performed earlier: at once for one due already,
 // counted among those due now when more wait behind it in the stream. It
 // gives the delivery's slot up for a hold token while it waits, when one
-// is free, and takes a slot again once due. It returns false, holding the
-// slot or nothing, when the worker stops meanwhile.
+// is free, and keeps that token while the execution is performed. It
+// returns false when the worker stops meanwhile.
 func (w *Worker) hold(d *delivery, at time.Time) bool {
 	wait := at.Sub(w.cfg.Now())
 	if wait <= 0 {
-		if backlogged(d.Msg) {
-			// Due already, with more waiting behind it: a burst larger
-			// than the workers could hold. It counts among those due
-			// now, as one held would.
-			d.due = true
-			w.due.enter()
-		}
+		// Due already, with more waiting behind it, or the last of
+		// such: a burst larger than the workers could hold. It counts
+		// among those due now, as one held would, and so do those
+		// behind it until they come.
+		d.due = w.behind.saw(&w.due, pending(d.Msg))
 		return true
 	}
-	held := false
 	select {
 	case w.holds <- struct{}{}:
-		held = true
-		<-w.slots
-		d.slot = false
+		d.release()
+		d.token = w.holds
 	default: // every hold token is taken: wait in the slot
 	}
 	if w.cfg.Observer != nil {
@@ -466,9 +475,6 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 		select {
 		case <-t.C:
 		case <-w.halt:
-			if held {
-				<-w.holds
-			}
 			return false
 		}
 		// The timer runs on the monotonic clock: wait on when the wall
@@ -480,24 +486,98 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 	}
 	d.due = true
 	w.due.enter()
-	if !held {
-		return true
-	}
-	<-w.holds
-	select {
-	case w.slots <- struct{}{}:
-		d.slot = true
-		return true
-	case <-w.halt:
-		return false
-	}
+	return true
 }
 
-// backlogged reports whether more executions wait in the stream behind
-// m, as JetStream said when it delivered m.
-func backlogged(m message) bool {
+// pending returns how many executions wait in the stream behind m, as
+// JetStream said when it delivered m.
+func pending(m message) uint64 {
 	meta, err := m.Metadata()
-	return err == nil && meta.NumPending > 0
+	if err != nil {
+		return 0
+	}
+	return meta.NumPending
+}
+
+// backlogExpiry is how long a worker counts the executions behind one
+// delivered due already among those due now without receiving another:
+// another worker may have taken the rest.
+const backlogExpiry = 200 * time.Millisecond
+
+// backlog counts, in the executions due now (a gate), the rest of a burst
+// larger than the workers could hold, from the first of it delivered due
+// already with more behind it until one comes with none behind it, or for
+// backlogExpiry after the last. Between two of them, and between the last
+// one held and the first of the rest, none may be in hand: without it the
+// gate would open there, and the results kept back would all go while the
+// rest of the burst is still to be fetched and sent.
+type backlog struct {
+	mu    sync.Mutex
+	set   bool
+	until time.Time
+	timer *time.Timer
+	g     *gate
+}
+
+// saw notes an execution delivered due already with n more behind it in
+// the stream, and reports whether it counts among those due now in g
+// (entered there for it): with more behind it, or as the last of a
+// backlog.
+func (b *backlog) saw(g *gate, n uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n == 0 {
+		if !b.set {
+			return false
+		}
+		g.enter() // before the mark leaves, so that g stays shut
+		b.clearLocked()
+		return true
+	}
+	g.enter()
+	b.until = time.Now().Add(backlogExpiry)
+	if b.set {
+		return true
+	}
+	b.set, b.g = true, g
+	g.enter()
+	if b.timer == nil {
+		b.timer = time.AfterFunc(backlogExpiry, b.expire)
+	} else {
+		b.timer.Reset(backlogExpiry)
+	}
+	return true
+}
+
+// expire clears the mark once backlogExpiry passed since the last
+// execution with more behind it.
+func (b *backlog) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.set {
+		return
+	}
+	if left := time.Until(b.until); left > 0 {
+		b.timer.Reset(left)
+		return
+	}
+	b.clearLocked()
+}
+
+// clear clears the mark.
+func (b *backlog) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clearLocked()
+}
+
+func (b *backlog) clearLocked() {
+	if !b.set {
+		return
+	}
+	b.set = false
+	b.timer.Stop()
+	b.g.leave()
 }
 
 // sent notes that the execution of d was sent, or will not be: it no
@@ -516,10 +596,10 @@ const maxReportDelay = time.Second
 // report lets the executions due now go first (see Worker.due): while any
 // of them waits to be sent, on this worker or on another (see peers), the
 // result of an execution already performed waits too (at most
-// maxReportDelay), without its slot, so that the cores do the calls due
-// now before the work each result causes. It returns the function that
-// ends the wait's hold on a report token. When no token is free, or
-// nothing due waits, the result goes at once.
+// maxReportDelay), without its slot or hold token, so that the cores do
+// the calls due now before the work each result causes. It returns the
+// function that ends the wait's hold on a report token. When no token is
+// free, or nothing due waits, the result goes at once.
 func (w *Worker) report(d *delivery) (done func()) {
 	if w.due.opened() == nil && w.peers.waiting() == nil {
 		return func() {}
@@ -529,10 +609,7 @@ func (w *Worker) report(d *delivery) (done func()) {
 	default:
 		return func() {}
 	}
-	if d.slot {
-		<-w.slots
-		d.slot = false
-	}
+	d.release()
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.KeptBack(1)
 		defer w.cfg.Observer.KeptBack(-1)
@@ -664,6 +741,7 @@ func (w *Worker) Stop(ctx context.Context) {
 		}
 		w.cancel()
 		<-finished
+		w.behind.clear()
 		w.performers.stop()
 		w.peers.stop()
 		w.cfg.Logger.Info("worker stopped", slog.String("worker", w.cfg.Name))
