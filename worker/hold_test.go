@@ -431,11 +431,9 @@ func TestResultsWaitForTheRestOfABacklogStillInTheStream(t *testing.T) {
 // another: another worker may have taken the rest.
 func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var (
-			g gate
-			b backlog
-		)
-		if b.saw(&g, 0) {
+		var g gate
+		b := backlog{g: &g}
+		if b.saw(0) {
 			t.Fatal("an execution with none behind it and no backlog counts among those due now")
 		}
 		if g.opened() != nil {
@@ -443,7 +441,7 @@ func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
 		}
 		// Two of a backlog come and are sent; the gate stays shut.
 		for n := uint64(2); n > 0; n-- {
-			if !b.saw(&g, n) {
+			if !b.saw(n) {
 				t.Fatalf("an execution with %d behind it does not count", n)
 			}
 			g.leave()
@@ -453,7 +451,7 @@ func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
 			time.Sleep(backlogExpiry / 2)
 		}
 		// The last of it counts, and the gate opens once it was sent.
-		if !b.saw(&g, 0) {
+		if !b.saw(0) {
 			t.Fatal("the last of a backlog does not count")
 		}
 		g.leave()
@@ -462,7 +460,7 @@ func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
 		}
 		// Another backlog whose rest another worker takes: the gate
 		// opens after backlogExpiry.
-		b.saw(&g, 7)
+		b.saw(7)
 		g.leave()
 		time.Sleep(backlogExpiry - time.Millisecond)
 		synctest.Wait()

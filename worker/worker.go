@@ -271,6 +271,7 @@ func open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Worker, jet
 	w := &Worker{js: js, cfg: cfg, next: nextSubject(js, info.Stream, info.Name), slots: make(chan struct{}, cfg.Concurrency), holds: make(chan struct{}, cfg.Hold),
 		reports: make(chan struct{}, cfg.Concurrency+cfg.Hold),
 		flights: flights{byID: map[string]*flight{}}, performers: newPerformers(cfg.Concurrency), stopPull: func() {}, pulled: make(chan struct{}), halt: make(chan struct{})}
+	w.behind.g = &w.due
 	close(w.pulled) // until Start starts pulling
 	w.work, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return w, cons, nil
@@ -456,7 +457,7 @@ func (w *Worker) hold(d *delivery, at time.Time) bool {
 		// such: a burst larger than the workers could hold. It counts
 		// among those due now, as one held would, and so do those
 		// behind it until they come.
-		d.due = w.behind.saw(&w.due, pending(d.Msg))
+		d.due = w.behind.saw(pending(d.Msg))
 		return true
 	}
 	select {
@@ -512,35 +513,34 @@ const backlogExpiry = 200 * time.Millisecond
 // gate would open there, and the results kept back would all go while the
 // rest of the burst is still to be fetched and sent.
 type backlog struct {
+	g     *gate
 	mu    sync.Mutex
 	set   bool
 	until time.Time
 	timer *time.Timer
-	g     *gate
 }
 
 // saw notes an execution delivered due already with n more behind it in
-// the stream, and reports whether it counts among those due now in g
-// (entered there for it): with more behind it, or as the last of a
-// backlog.
-func (b *backlog) saw(g *gate, n uint64) bool {
+// the stream, and reports whether it counts among those due now (entered
+// in g for it): with more behind it, or as the last of a backlog.
+func (b *backlog) saw(n uint64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n == 0 {
 		if !b.set {
 			return false
 		}
-		g.enter() // before the mark leaves, so that g stays shut
+		b.g.enter() // before the mark leaves, so that g stays shut
 		b.clearLocked()
 		return true
 	}
-	g.enter()
+	b.g.enter()
 	b.until = time.Now().Add(backlogExpiry)
 	if b.set {
 		return true
 	}
-	b.set, b.g = true, g
-	g.enter()
+	b.set = true
+	b.g.enter()
 	if b.timer == nil {
 		b.timer = time.AfterFunc(backlogExpiry, b.expire)
 	} else {
