@@ -193,7 +193,8 @@ type Worker struct {
 	// due counts the executions due now that were not sent yet: those
 	// held until their due time that came due, and those delivered due
 	// with more waiting behind them (see hold); reports holds a token for
-	// each result that waits for them without a slot (see report).
+	// each result that waits for them without its slot or hold token (see
+	// report).
 	due     gate
 	reports chan struct{}
 	// behind counts in due, while set, the executions JetStream said wait
@@ -301,8 +302,9 @@ type delivery struct {
 	// a hold token once held until due (Worker.holds), or none while its
 	// result waits with a report token (see report).
 	token chan struct{}
-	// due is whether it was held until its due time and counts among the
-	// executions due now that have not been sent yet (Worker.due).
+	// due is whether it counts among the executions due now that have not
+	// been sent yet (Worker.due): held until its due time, or delivered
+	// due with more behind it (see hold).
 	due bool
 
 	// renewed is when its ack wait last started, as far as the worker

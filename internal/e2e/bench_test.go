@@ -309,16 +309,17 @@ func (s *benchSystem) waitSettled(b *testing.B, n int, within time.Duration) tim
 }
 
 // BenchmarkActionsBurst: 20,000 one-time HTTP jobs due at the same
-// instant, with one and with two workers holding the default 4,096
-// executions each, and with two holding 20,000 each. Reports the actions
-// per second from the due time to the last call, the calls' lateness, how
-// long after the due time every result was processed, and the CPU each
-// action cost from the import to then: this process's (every role and the
-// NATS server) and the Redis server's. With SCHEDULER_BENCH_PROFILE=<prefix> it writes a
-// CPU profile of that window. Before the jobs are written it measures the
-// ceilings of the run (actionCeilings), and reports the actions per second
-// as a fraction of their combined ceiling. With SCHEDULER_BENCH_TIMELINE=1
-// it logs where the burst's time went (see startTimeline).
+// instant, with one and with two workers holding the default
+// (worker.DefaultHold) executions each, and with two holding 20,000 each.
+// Reports the actions per second from the due time to the last call, the
+// calls' lateness, how long after the due time every result was
+// processed, and the CPU each action cost from the import to then: this
+// process's (every role and the NATS server) and the Redis server's. With
+// SCHEDULER_BENCH_PROFILE=<prefix> it writes a CPU profile of that window.
+// Before the jobs are written it measures the ceilings of the run
+// (actionCeilings), and reports the actions per second as a fraction of
+// their combined ceiling. With SCHEDULER_BENCH_TIMELINE=1 it logs where
+// the burst's time went (see startTimeline).
 func BenchmarkActionsBurst(b *testing.B) {
 	const n = 20_000
 	for _, run := range []struct{ workers, hold int }{{1, 0}, {2, 0}, {2, n}} {

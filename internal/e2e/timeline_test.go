@@ -22,9 +22,9 @@ import (
 // this process used since the last sample, how many executions were
 // published on EXEC and delivered to the workers, how many jobs called the
 // sink, how many results were stored and how many each of their
-// consumers, the planner's and the history's, acknowledged; it logs the table at the end, and, once just before the
-// due time, the process's heap and stacks (the executions the workers
-// hold). With SCHEDULER_BENCH_PROFILE_WINDOW=<from>,<to> (durations from
+// consumers, the planner's and the history's, acknowledged; it logs the
+// table at the end, and, once just before the due time, the process's
+// heap and stacks (the executions the workers hold). With SCHEDULER_BENCH_PROFILE_WINDOW=<from>,<to> (durations from
 // the due time, "0s,700ms") it writes a CPU profile of that part of the
 // burst to window.prof in the working directory.
 type timeline struct {
