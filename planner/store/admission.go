@@ -32,7 +32,7 @@ type Admission struct {
 // Each planner keeps, for every collection jobs are being created in, a
 // watch of the collection's record and of its job keys (keys and revisions,
 // no values), in the order of the bucket's stream. When the watch reaches
-// the write of a job key that held no job, it notes how many jobs the
+// the write that creates a job, it notes how many jobs the
 // collection held just before it and the revision its record was at: a
 // function of the stream alone, so whichever planner made the write, it
 // sees what any other would. The creator keeps its job only if the
@@ -51,6 +51,24 @@ type Admission struct {
 //   - A change of quota is written before the jobs are counted against it
 //     (see the API): a job written after the change finds the new revision
 //     and its creator reads the new quota.
+//
+// The bucket keeps one write of each key: a write made before a watch read
+// the previous write of the same key takes that one's place, and the watch
+// never sees it. A watch reads a write soon after it is made, but on a
+// machine starved of CPU one has missed a job's delete followed at once by
+// a create of the same job. What such a miss does:
+//   - The creator's own key: a delete missed before its create does not
+//     matter, the creator knows its write made the key (see apply); a
+//     create replaced by another client's write before the watch read it is
+//     given up with ErrConflict.
+//   - Another job created and deleted again before the watch read either
+//     is not counted at the writes between; it was refused, or deleted at
+//     once, and the collection holds no more than its quota once it is gone.
+//   - Another job deleted and created again is counted at the writes
+//     between: a create there may be refused for the quota one job early,
+//     never kept one job over it.
+//   - Of two changes of the collection's record in that moment, a job
+//     written between them finds the one before both.
 //
 // A collection's watch starts with the first create in it (its first
 // values are every job key of the collection) and stops after
@@ -103,10 +121,9 @@ func (s *Store) CollectionForCreate(ctx context.Context, ref contracts.Collectio
 	return c, nil
 }
 
-// seen is what a collection's watch noted at the write of a job key that
-// held no job.
+// seen is what a collection's watch noted at a write of a job key.
 type seen struct {
-	revision uint64 // the job's write
+	revision uint64 // the write
 	// jobsBefore is how many jobs the collection held just before it, and
 	// collection the revision of the collection record then (0: none).
 	jobsBefore int
@@ -140,6 +157,7 @@ type collectionWatch struct {
 
 // admissionWaiter receives what the watch saw of the writes of one job key.
 type admissionWaiter struct {
+	key    string
 	mu     sync.Mutex
 	seen   []seen
 	signal chan struct{}
@@ -155,16 +173,19 @@ func (w *admissionWaiter) note(v seen) {
 	}
 }
 
-// find returns what was seen of the write at revision, if it has been.
-func (w *admissionWaiter) find(revision uint64) (seen, bool) {
+// find returns what was seen of the write at revision, if it has been;
+// replaced when the watch read a later write of the key instead, which took
+// that one's place in the bucket before the watch read it.
+func (w *admissionWaiter) find(revision uint64) (v seen, found, replaced bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, v := range w.seen {
 		if v.revision == revision {
-			return v, true
+			return v, true, false
 		}
+		replaced = replaced || v.revision > revision
 	}
-	return seen{}, false
+	return seen{}, false, replaced
 }
 
 // acquire returns the running watch of the collection at key, starting it
@@ -259,27 +280,40 @@ func (w *collectionWatch) run(ctx context.Context, kw jetstream.KeyWatcher, lost
 }
 
 // apply follows one write of the collection's record or of a job key.
+//
+// The bucket keeps one write of each key: a write made before the watch
+// read the one before it of the same key takes its place, and the watch
+// never sees that one. A put of a key the watch holds is therefore an
+// update, or a create whose delete before it the watch did not read; only
+// the creator of the revision, which knows that its write made the key,
+// looks the note up, and counts the jobs other than its own. (What else a
+// watch that falls behind may miss is in Admission's notes.)
 func (w *collectionWatch) apply(e jetstream.KeyValueEntry) {
 	put := e.Operation() == jetstream.KeyValuePut
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e.Key() == w.key {
+	key := e.Key()
+	if key == w.key {
 		w.collection = 0
 		if put {
 			w.collection = e.Revision()
 		}
 		return
 	}
-	if !put {
-		delete(w.jobs, e.Key())
+	if put {
+		w.jobs[key] = struct{}{}
+	} else {
+		delete(w.jobs, key)
+	}
+	waiting := w.waiting[key]
+	if len(waiting) == 0 {
 		return
 	}
-	if _, ok := w.jobs[e.Key()]; ok {
-		return // an update
-	}
 	v := seen{revision: e.Revision(), jobsBefore: len(w.jobs), collection: w.collection}
-	w.jobs[e.Key()] = struct{}{}
-	for _, waiter := range w.waiting[e.Key()] {
+	if put {
+		v.jobsBefore-- // the key itself
+	}
+	for _, waiter := range waiting {
 		waiter.note(v)
 	}
 }
@@ -329,7 +363,7 @@ func (w *collectionWatch) stopIfIdle() {
 // await registers interest in the writes of a job key; the returned
 // function ends it.
 func (w *collectionWatch) await(jobKey string) (*admissionWaiter, func()) {
-	waiter := &admissionWaiter{signal: make(chan struct{}, 1)}
+	waiter := &admissionWaiter{key: jobKey, signal: make(chan struct{}, 1)}
 	w.mu.Lock()
 	w.waiting[jobKey] = append(w.waiting[jobKey], waiter)
 	w.mu.Unlock()
@@ -357,13 +391,20 @@ func (w *collectionWatch) wait(ctx context.Context, waiter *admissionWaiter, rev
 	timeout := time.NewTimer(admissionWait)
 	defer timeout.Stop()
 	for {
-		if v, ok := waiter.find(revision); ok {
+		v, found, replaced := waiter.find(revision)
+		switch {
+		case found:
 			return v, nil
+		case replaced:
+			// Written again (by another client) before the watch read the
+			// create: what the collection held then is not known. The job
+			// is now the other write's; its creator reads it again.
+			return seen{}, fmt.Errorf("job %s was written again before the watch of collection %s read its creation: %w", waiter.key, w.key, ErrConflict)
 		}
 		select {
 		case <-waiter.signal:
 		case <-w.stopped:
-			if v, ok := waiter.find(revision); ok {
+			if v, found, _ := waiter.find(revision); found {
 				return v, nil
 			}
 			return seen{}, w.err
