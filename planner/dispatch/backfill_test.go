@@ -42,7 +42,7 @@ func TestABackfillRunsEachInstantInOrderAndSurvivesARedisFlush(t *testing.T) {
 	e.clock.Set(t0.Add(time.Hour))
 	j := e.addJob(t, "daily", minuteJob(t0.Add(time.Minute), 0))
 	d := e.planner(t, func(c *Config) { c.Lease = 2 * time.Second })
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 
 	plan, err := d.followUps.Backfill(ctx, j, t0.Add(90*time.Second), t0.Add(6*time.Minute))
 	if err != nil {

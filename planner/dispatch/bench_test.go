@@ -81,7 +81,7 @@ func burst(b *testing.B, planners, n int) {
 			c.Logger = slog.New(errorsLogged)
 		}))
 	}
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(b)
 	waitLen(b, ix, int64(n), 5*time.Minute)
 	publishCeiling := publishCeiling(b, e, due, n)
 	redisCeiling := claimCommitCeiling(b, e, due, n)
@@ -267,7 +267,7 @@ func BenchmarkSteady(b *testing.B) {
 func steady(b *testing.B, perSecond, seconds int, ahead time.Duration) {
 	e := setup(b)
 	e.realClock = true
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(b)
 	base := time.Now().Add(90 * time.Second).Truncate(time.Second)
 	importJobs(b, e, perSecond*seconds, func(i int) string { return oneTimeJob(base.Add(time.Duration(i/perSecond) * time.Second)) })
 	var cfg Config
@@ -339,7 +339,7 @@ func BenchmarkMillionJobs(b *testing.B) {
 			return fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": "https://example.com/hooks/%d", "method": "POST"}},
 				"recurrence": {"frequency": "Minute", "interval": 15}}`, due.Add(time.Duration(i%900)*time.Second).Format(time.RFC3339), i)
 		})
-		ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+		ix := e.index(b)
 		before := usedMemory(b, e)
 		start := time.Now()
 		d := e.planner(b, func(c *Config) { c.Lease = 5 * time.Second })

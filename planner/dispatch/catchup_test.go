@@ -374,7 +374,7 @@ func TestPlannersBackFromAnOutageCatchUpAsEachJobSays(t *testing.T) {
 	e.clock.Set(t0.Add(time.Minute))
 	a.Wake()
 	e.waitCount(t, len(jobs))
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	for name := range jobs {
 		testkit.Eventually(t, 10*time.Second, func() bool {
 			next, ok, _ := ix.Get(context.Background(), collection.Job(name).KVKey(), "")
@@ -447,7 +447,7 @@ func TestAJobEnabledAgainCatchesUpAsItsPolicySays(t *testing.T) {
 	if j, err = e.store.UpdateJob(ctx, j, j.Revision); err != nil {
 		t.Fatal(err)
 	}
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	testkit.Eventually(t, 5*time.Second, func() bool { _, ok, _ := ix.Get(ctx, j.Ref.KVKey(), ""); return !ok }, "still scheduled when disabled")
 	e.clock.Set(t0.Add(10*time.Minute + 30*time.Second))
 	j.Properties.State = contracts.JobStateEnabled

@@ -103,6 +103,17 @@ func (e *env) planner(t testing.TB, tweak func(*Config)) *Engine {
 	return d
 }
 
+// index is a client of the planners' timer, for looking at what they
+// keep of a job.
+func (e *env) index(t testing.TB) *timer.Index {
+	t.Helper()
+	ix, err := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
 // addJob stores a job from its JSON definition, created at the fake now.
 func (e *env) addJob(t *testing.T, name, definition string) store.Job {
 	t.Helper()
@@ -233,7 +244,7 @@ func TestTwoPlannersDispatchEveryOccurrenceOnce(t *testing.T) {
 		e.waitCount(t, m*jobs)
 	}
 	checkOnce(t, e.executions(t), jobs, perJob)
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	if n, err := ix.Len(context.Background()); err != nil || n != 0 {
 		t.Fatalf("%d entries left after every job's count was reached (%v)", n, err)
 	}
@@ -268,7 +279,7 @@ func TestPlannerDyingBetweenPublishAndCommitCausesNoDuplicate(t *testing.T) {
 
 	b := e.planner(t, func(c *Config) { c.Lease = 6 * time.Second })
 	e.clock.Advance(7 * time.Second) // the lease expires: b takes the occurrence over
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		entry, ok, _ := ix.Get(context.Background(), collection.Job("j").KVKey(), "")
 		return ok && entry.Occurrence == 2
@@ -302,7 +313,7 @@ func TestRedisFlushedWhileRunningLosesNoJob(t *testing.T) {
 	e.waitCount(t, jobs)
 
 	testkit.FlushPrefix(e.rdb, e.prefix) // Redis loses everything
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		n, _ := ix.Len(context.Background())
 		return n == jobs
@@ -318,7 +329,7 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	d := e.planner(t, nil)
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	pending := func(name string) (timer.Entry, bool) {
 		entry, ok, _ := ix.Get(ctx, collection.Job(name).KVKey(), "")
 		return entry, ok
@@ -398,6 +409,55 @@ func TestDispatcherFollowsTheStore(t *testing.T) {
 		}
 		testkit.Eventually(t, 5*time.Second, func() bool { _, ok := pending("daily"); return !ok }, "still scheduled after delete")
 	})
+}
+
+// The bucket keeps one write of a key: a job deleted and created again at
+// once may reach a follower that fell behind as one write over another, the
+// delete gone. The job is still new: it starts from its first occurrence,
+// with nothing of the old job's runs in its status.
+func TestAJobCreatedAgainOverADeleteNotReadStartsAnew(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	d := e.planner(t, nil)
+	ix := e.index(t)
+	key := collection.Job("again").KVKey()
+	state := func() (p timer.Entry, executions int64) {
+		p, _, _ = ix.Get(ctx, key, "")
+		tallies, _, _ := ix.Statuses(ctx, []string{key})
+		if len(tallies) == 1 {
+			executions = tallies[0].Executions
+		}
+		return p, executions
+	}
+	start := t0.Add(time.Hour)
+	j := e.addJob(t, "again", minuteJob(start, 3))
+	e.clock.Set(start.Add(time.Second))
+	d.Wake()
+	e.waitCount(t, 1)
+	first := e.executions(t)[0]
+	if _, err := ix.Record(ctx, timer.Record{JobKey: key, AttemptID: first.OccurrenceID, Executions: 1, Started: start, Status: "Succeeded",
+		Ended: start, Occurrence: first.Occurrence, OccurrenceTime: start}); err != nil { // as the result's feedback does
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool { p, n := state(); return p.Occurrence == 2 && n == 1 }, "the first run did not move the job on")
+
+	// The new job, written over the old as the follower reads it when the
+	// delete between them was replaced before it read that.
+	now := e.clock.Now()
+	j.Created, j.Anchored = now, now
+	if _, err := e.store.UpdateJob(ctx, j, j.Revision); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		p, n := state()
+		if p.Occurrence == 1 && p.Remaining == 2 && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job created again keeps the old job's runs: next %+v, %d executions", p, n)
+		}
+	}
 }
 
 // Scheduled reports the timer's entry of a job, with the occurrences of its

@@ -65,7 +65,7 @@ func TestExecutionsSayWhatFollowsThem(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	d := e.planner(t, nil)
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	j := e.addJob(t, "twice", `{"startTime": "2026-01-01T00:01:00Z",
 		"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "POST"},
 			"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 1},
@@ -180,7 +180,7 @@ func TestARescheduledJobGoesOnFromTheOccurrenceItReached(t *testing.T) {
 	}}
 	e.clock.Set(t0.Add(2*time.Minute + 10*time.Second))
 	e.planner(t, func(c *Config) { c.History = hist }) // Redis is empty: the tallies are restored
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		entry, ok, _ := ix.Get(context.Background(), j.Ref.KVKey(), "")
 		return ok && entry.Occurrence == 3 && entry.Remaining == 0 && entry.Expected.Equal(t0.Add(3*time.Minute))

@@ -221,10 +221,7 @@ func (f *Follower) apply(ctx context.Context, changes []store.Change) error {
 		}
 		if c.Deleted || c.Job == nil {
 			f.jobs.remove(c.Key)
-			errs = append(errs, f.ix.RemoveJob(ctx, c.Key), f.followUps.removeJob(ctx, c.Key))
-			if f.cfg.History != nil {
-				errs = append(errs, f.cfg.History.Purge(ctx, c.Key))
-			}
+			errs = append(errs, f.forget(ctx, c.Key)...)
 			continue
 		}
 		cj, err := f.jobs.compile(*c.Job)
@@ -233,10 +230,29 @@ func (f *Follower) apply(ctx context.Context, changes []store.Change) error {
 			continue
 		}
 		prev := f.jobs.put(cj)
+		if prev != nil && !prev.job.Created.Equal(cj.job.Created) {
+			// A job created again under the key of one whose delete this
+			// watch did not read: the bucket keeps one write of a key, and
+			// a create made before the watch read the delete took its
+			// place. The old job goes as its delete would have taken it,
+			// and the new one starts with nothing of it.
+			errs = append(errs, f.forget(ctx, c.Key)...)
+			prev = nil
+		}
 		jobs = append(jobs, pendingJob{job: cj.job, sched: cj.sched, prev: prev})
 	}
 	errs = append(errs, f.schedule(ctx, jobs))
 	return errors.Join(errs...)
+}
+
+// forget takes out what the planner keeps of a deleted job: its timer
+// entries and status, its follow-ups and its history.
+func (f *Follower) forget(ctx context.Context, key string) []error {
+	errs := []error{f.ix.RemoveJob(ctx, key), f.followUps.removeJob(ctx, key)}
+	if f.cfg.History != nil {
+		errs = append(errs, f.cfg.History.Purge(ctx, key))
+	}
+	return errs
 }
 
 // ScheduleAll schedules every job seen again, in batches; a job already

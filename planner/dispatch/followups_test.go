@@ -61,7 +61,7 @@ func TestAPendingRetryAndErrorActionSurviveTheLossOfRedis(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	d := e.planner(t, func(c *Config) { c.Lease = 2 * time.Second })
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	j := e.addJob(t, "retrying", retryingJob)
 	e.clock.Set(t0.Add(time.Minute))
 	d.Wake()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jobscheduler/scheduler/contracts"
 	"github.com/jobscheduler/scheduler/internal/testkit"
-	"github.com/jobscheduler/scheduler/planner/timer"
 )
 
 // outage fails every Redis command while down is set.
@@ -74,7 +73,7 @@ func TestAJobWrittenWhileRedisFailsIsScheduledWhenItAnswers(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, d.follower.stale.Load, "the failed change was not noted")
 	o.down.Store(false)
 
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		n, _ := ix.Len(context.Background())
 		return n == 1
@@ -109,7 +108,7 @@ func TestAPlannerIsNotReadyWhileItRebuildsTheTimer(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, func() bool { return !d.Ready() }, "the planner stayed ready while it could not rebuild the timer")
 	hist.failing.Store(false)
 	testkit.Eventually(t, 10*time.Second, d.Ready, "the planner did not become ready after rebuilding")
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	if n, err := ix.Len(context.Background()); err != nil || n != 1 {
 		t.Errorf("after the rebuild the timer holds %d entries (%v), want 1", n, err)
 	}

@@ -89,7 +89,7 @@ func TestOverlapPolicies(t *testing.T) {
 			e := setup(t)
 			obs := &skips{}
 			d := e.planner(t, func(c *Config) { c.Observer = obs })
-			ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+			ix := e.index(t)
 			j := e.addJob(t, "j", overlapJob(tt.policy))
 
 			e.due(t, d, ix, j, t0.Add(time.Minute))
@@ -155,7 +155,7 @@ func TestALostResultBlocksAJobUntilItsMarkExpires(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	d := e.planner(t, func(c *Config) { c.ActionTimeout = 10 * time.Second })
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	j := e.addJob(t, "j", overlapJob(contracts.OverlapSkip))
 	ttl := InFlightTTL(j.Properties.Action, 10*time.Second)
 	if ttl != 10*time.Second+inFlightMargin {
@@ -203,7 +203,7 @@ func TestABufferedOccurrenceRunsAfterAPlannerRestart(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	first := e.planner(t, nil)
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	j := e.addJob(t, "j", overlapJob(contracts.OverlapBufferOne))
 	e.due(t, first, ix, j, t0.Add(time.Minute))
 	e.waitCount(t, 1)
@@ -240,7 +240,7 @@ func TestAFlushedRedisLeavesNoJobStuck(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	d := e.planner(t, func(c *Config) { c.Lease = time.Second; c.ActionTimeout = 10 * time.Second })
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	j := e.addJob(t, "j", overlapJob(contracts.OverlapBufferOne))
 	e.due(t, d, ix, j, t0.Add(time.Minute))
 	e.waitCount(t, 1)

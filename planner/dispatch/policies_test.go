@@ -121,7 +121,7 @@ func TestAChangedCalendarReschedulesTheJobsThatExcludeIt(t *testing.T) {
 	j := e.addJob(t, "daily", fmt.Sprintf(`{"startTime": %q, "action": {"type": "Http", "request": {"uri": "https://example.com/hook", "method": "POST"}},
 		"recurrence": {"frequency": "Day", "excludedCalendars": ["Closed"]}}`, day(1).Format(time.RFC3339)))
 	e.planner(t, nil)
-	ix, _ := timer.New(e.rdb, timer.Config{Prefix: e.prefix})
+	ix := e.index(t)
 	expectNext := func(want time.Time, why string) {
 		t.Helper()
 		testkit.Eventually(t, 10*time.Second, func() bool {

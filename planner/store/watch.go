@@ -30,7 +30,11 @@ const jobsFilter = "j.>"
 // of every job, then each later put and delete, in KV order. ready is closed
 // once the current values have all been received from changes; changes is
 // closed when ctx ends or the connection closes (ready may then stay open).
-// Deletions that happened before the watch began are not replayed.
+// Deletions that happened before the watch began are not replayed. The
+// bucket keeps one write of a key, so a write made before the watch read
+// the previous write of its key replaced it: a job deleted and created
+// again at once may reach a watch that fell behind as one put over
+// another, told apart by the job's Created time.
 // changes is unbuffered: the watch proceeds as fast as it is read.
 func (s *Store) WatchJobs(ctx context.Context) (changes <-chan Change, ready <-chan struct{}, err error) {
 	return watchKeys(ctx, s.kv, jobsFilter, "jobs", func(e jetstream.KeyValueEntry, deleted bool) Change {
