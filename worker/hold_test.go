@@ -474,3 +474,34 @@ func TestTheRestOfABacklogCountsUntilItCameOrExpired(t *testing.T) {
 		}
 	})
 }
+
+// A worker paused while an execution waited for a performer, past its ack
+// wait, does not call it once a performer takes it: the freshness of a
+// delivery is checked on the performer, just before the call.
+func TestAnExecutionStaleByTheTimeAPerformerTakesItIsNotCalled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.ensureStreams(t)
+	rec := newRecorder()
+	rec.block = make(chan struct{})
+	clock := &jumpingClock{}
+	obs := newObserver()
+	// One performer: the second execution due waits for the first's call.
+	e.worker(t, rec, func(c *Config) { c.Observer, c.AckWait, c.Concurrency, c.clock = obs, 3*time.Second, 1, clock.now })
+	due := time.Now().Add(300 * time.Millisecond) // held until due, neither in a slot
+	for i := range 2 {
+		e.execution(t, i, func(x *contracts.Execution) { x.NotBefore = due })
+	}
+	<-rec.started
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.started == 2
+	}, "the second execution did not come due")
+	clock.jump(10 * time.Second) // paused past the ack wait meanwhile
+	close(rec.block)
+	testkit.Eventually(t, 10*time.Second, func() bool { return obs.skips(SkipStale) == 1 }, "the second execution was not skipped as stale")
+	if n := rec.count(); n != 1 {
+		t.Errorf("%d calls, want 1: an execution was called after its ack wait may have run out", n)
+	}
+}

@@ -789,7 +789,10 @@ func (w *Worker) perform(d *delivery, exec contracts.Execution, action *contract
 		outcome = w.refuse(exec, err)
 	default:
 		actionType = action.Type
-		outcome = w.send(exec, action, traceParent)
+		var sent bool
+		if outcome, sent = w.send(d, exec, action, traceParent); !sent {
+			return nil // stale by the time a performer took it
+		}
 		if w.work.Err() != nil {
 			// Stopped while the action ran: another worker performs it.
 			_ = m.Nak()
@@ -859,16 +862,25 @@ func (w *Worker) refuse(exec contracts.Execution, err error) actions.Outcome {
 }
 
 // send performs the action within the execution's deadline, on one of
-// the performers.
-func (w *Worker) send(exec contracts.Execution, action *contracts.JobAction, traceParent string) (outcome actions.Outcome) {
+// the performers, unless the delivery is stale by the time one takes it
+// (sent false): the check is made as late as the worker can, since a
+// worker paused between it and the call would call after another worker
+// had the execution.
+func (w *Worker) send(d *delivery, exec contracts.Execution, action *contracts.JobAction, traceParent string) (outcome actions.Outcome, sent bool) {
 	ctx, cancel := context.WithTimeout(w.work, exec.Timeout.Duration())
 	defer cancel()
 	attempt := actions.Attempt{
 		ID: exec.OccurrenceID, Job: exec.Job, ActionName: exec.ActionName, Expected: exec.ExpectedTime,
 		Number: exec.Attempt, TraceParent: traceParent,
 	}
-	w.performers.run(func() { outcome = w.cfg.Sender.Send(ctx, action, attempt) })
-	return outcome
+	w.performers.run(func() {
+		if w.stale(d, exec) {
+			return
+		}
+		sent = true
+		outcome = w.cfg.Sender.Send(ctx, action, attempt)
+	})
+	return outcome, sent
 }
 
 // spanID returns a random span id, 16 hex digits.

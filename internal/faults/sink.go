@@ -187,11 +187,17 @@ func (s *Sink) InFlight() []Call {
 }
 
 // WaitInFlight waits until a call held by a known worker is in flight
-// and returns it, or returns false when ctx ends first.
+// and returns it, or returns false when ctx ends first. The call has been
+// held a tenth of Hold at least: its worker waits for the answer, and the
+// calls it sent at the same instant have left it. A worker paused at the
+// instant it sends them may have checked one's ack wait before the pause
+// and send it after, whatever it does (the check and the send cannot be
+// one step; the idempotency key covers that); the suite pauses it
+// mid-action, not mid-send.
 func (s *Sink) WaitInFlight(ctx context.Context) (Call, bool) {
 	for {
 		for _, c := range s.InFlight() {
-			if c.Worker != "" && time.Since(c.At) < s.behaviour.Hold/2 {
+			if age := time.Since(c.At); c.Worker != "" && age >= s.behaviour.Hold/10 && age < s.behaviour.Hold/2 {
 				return c, true
 			}
 		}

@@ -73,7 +73,8 @@ func TestTheSinkAnswersEachPathAsItSays(t *testing.T) {
 	}
 }
 
-// A slow call is in flight, with its worker, until the hold ends.
+// A slow call is in flight, with its worker, until the hold ends; it is
+// returned once its worker has waited on it a while.
 func TestASlowCallIsInFlightUntilItIsAnswered(t *testing.T) {
 	t.Parallel()
 	s := newSink(t, Behaviour{Hold: time.Second})
@@ -84,6 +85,9 @@ func TestASlowCallIsInFlightUntilItIsAnswered(t *testing.T) {
 	c, ok := s.WaitInFlight(ctx)
 	if !ok || c.Key != "k" || c.Worker != "worker-x" {
 		t.Fatalf("in flight: %+v %t", c, ok)
+	}
+	if held := time.Since(c.At); held < time.Second/10 {
+		t.Errorf("returned a call held %s, not mid-action yet (a tenth of the hold at least)", held)
 	}
 	if code := <-done; code != 200 {
 		t.Errorf("answered %d", code)
