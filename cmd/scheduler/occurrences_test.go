@@ -17,11 +17,15 @@ import (
 func TestPreviewShowsWhatThePoliciesDo(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	job := func(action string) string {
-		return writeFile(t, dir, "job-"+action+".json", `{"properties": {"startTime": "2030-12-23T09:00:00Z",
+	// Each job file is written before the subtests, which run in parallel:
+	// one written again while another read it would read empty.
+	jobs := map[string]string{}
+	for _, action := range []string{"Skip", "NextBusinessDay"} {
+		jobs[action] = writeFile(t, dir, "job-"+action+".json", `{"properties": {"startTime": "2030-12-23T09:00:00Z",
 			"action": {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}},
 			"recurrence": {"frequency": "Day", "flexibleWindow": "PT30M", "excludedCalendars": ["holidays"], "onExcludedDay": "`+action+`"}}}`)
 	}
+	job := func(action string) string { return jobs[action] }
 	jsonCal := writeFile(t, dir, "holidays.json", `{"properties": {"dates": [{"date": "2030-12-25", "name": "Christmas Day"}]}}`)
 	icsCal := writeFile(t, dir, "holidays.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nBEGIN:VEVENT\r\nUID:1\r\nDTSTAMP:20300101T000000Z\r\nDTSTART;VALUE=DATE:20301225\r\nSUMMARY:Christmas Day\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
 	named := writeFile(t, dir, "other.json", `{"name": "holidays", "properties": {"dates": [{"date": "2030-12-25", "name": "Christmas Day"}]}}`)
