@@ -422,13 +422,18 @@ func TestAJobCreatedAgainOverADeleteNotReadStartsAnew(t *testing.T) {
 	d := e.planner(t, nil)
 	ix := e.index(t)
 	key := collection.Job("again").KVKey()
-	state := func() (p timer.Entry, executions int64) {
-		p, _, _ = ix.Get(ctx, key, "")
-		tallies, _, _ := ix.Statuses(ctx, []string{key})
-		if len(tallies) == 1 {
-			executions = tallies[0].Executions
+	// state is what the planners keep of the job, as last read: read
+	// reads it again.
+	var state struct {
+		Next       timer.Entry
+		Executions int64
+	}
+	read := func() {
+		state.Next, _, _ = ix.Get(ctx, key, "")
+		state.Executions = 0
+		if tallies, _, _ := ix.Statuses(ctx, []string{key}); len(tallies) == 1 {
+			state.Executions = tallies[0].Executions
 		}
-		return p, executions
 	}
 	start := t0.Add(time.Hour)
 	j := e.addJob(t, "again", minuteJob(start, 3))
@@ -440,7 +445,8 @@ func TestAJobCreatedAgainOverADeleteNotReadStartsAnew(t *testing.T) {
 		Ended: start, Occurrence: first.Occurrence, OccurrenceTime: start}); err != nil { // as the result's feedback does
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 5*time.Second, func() bool { p, n := state(); return p.Occurrence == 2 && n == 1 }, "the first run did not move the job on")
+	testkit.Eventually(t, 5*time.Second, func() bool { read(); return state.Next.Occurrence == 2 && state.Executions == 1 },
+		"the first run did not move the job on: %+v", &state)
 
 	// The new job, written over the old as the follower reads it when the
 	// delete between them was replaced before it read that.
@@ -449,15 +455,10 @@ func TestAJobCreatedAgainOverADeleteNotReadStartsAnew(t *testing.T) {
 	if _, err := e.store.UpdateJob(ctx, j, j.Revision); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p, n := state()
-		if p.Occurrence == 1 && p.Remaining == 2 && n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job created again keeps the old job's runs: next %+v, %d executions", p, n)
-		}
-	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		read()
+		return state.Next.Occurrence == 1 && state.Next.Remaining == 2 && state.Executions == 0
+	}, "the job created again keeps the old job's runs: %+v", &state)
 }
 
 // Scheduled reports the timer's entry of a job, with the occurrences of its
